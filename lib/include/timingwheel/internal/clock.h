@@ -1,0 +1,42 @@
+// Converting between durations, time points and tick numbers.
+#ifndef TIMINGWHEEL_INTERNAL_CLOCK_H_
+#define TIMINGWHEEL_INTERNAL_CLOCK_H_
+
+#include <chrono>
+#include <cstdint>
+
+#include "absl/time/time.h"
+
+namespace timingwheel {
+namespace internal {
+
+// ceil(d / interval) for d >= 0, saturating at kMaxTick: the number of ticks
+// after "now" at which a timer of delay d is due (api.md S1).
+std::uint64_t CeilTicks(absl::Duration d, absl::Duration interval);
+
+// Real time on the monotonic clock. Tick j is due at start + j * interval,
+// so ticks never drift however long a tick's work takes.
+class RealClock {
+ public:
+  explicit RealClock(absl::Duration interval);
+
+  // Ticks due by now: floor((now - start) / interval).
+  std::uint64_t TicksDue() const;
+  // The first tick at or after now + delay (delay > 0).
+  std::uint64_t DeadlineTick(absl::Duration delay) const;
+  // How long until tick `tick` is due; zero if it is.
+  absl::Duration UntilTick(std::uint64_t tick) const;
+
+ private:
+  absl::Duration SinceStart() const {
+    return absl::FromChrono(std::chrono::steady_clock::now() - start_);
+  }
+
+  const std::chrono::steady_clock::time_point start_;
+  const absl::Duration interval_;
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_CLOCK_H_

@@ -1,0 +1,93 @@
+// The many-producer, one-consumer channel from callers to the loop.
+#ifndef TIMINGWHEEL_INTERNAL_COMMAND_QUEUE_H_
+#define TIMINGWHEEL_INTERNAL_COMMAND_QUEUE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "timingwheel/internal/moodycamel.h"
+#include "timingwheel/internal/producer_gate.h"
+#include "timingwheel/internal/wakeup.h"
+
+namespace timingwheel {
+namespace internal {
+
+// Wraps a moodycamel ConcurrentQueue (lock-free; each producer thread's
+// items come out in the order it pushed them) with what the wheel needs
+// around it: refusing pushes once closed, the max_pending bound, and a
+// wake-up for the sleeping consumer.
+template <typename Cmd>
+class CommandQueue {
+ public:
+  // max_pending bounds the counted commands in the queue; 0 = unbounded.
+  explicit CommandQueue(std::size_t max_pending) : max_pending_(max_pending) {}
+
+  // Producer side. FailedPrecondition once closed, ResourceExhausted when a
+  // counted command would exceed max_pending. Cost: one enqueue into this
+  // thread's sub-queue, a gate enter/leave, a fence; plus one shared atomic
+  // add when max_pending is set.
+  absl::Status Push(Cmd cmd) {
+    const int ticket = gate_.Enter();
+    if (ticket == ProducerGate::kRefused) {
+      return absl::FailedPreconditionError("timing wheel is stopped");
+    }
+    const bool counted = max_pending_ != 0 && cmd.counted();
+    if (counted && queued_.fetch_add(1, std::memory_order_relaxed) >=
+                       static_cast<std::int64_t>(max_pending_)) {
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+      gate_.Leave(ticket);
+      return absl::ResourceExhaustedError(
+          "timing wheel: max_pending commands already queued");
+    }
+    const bool ok = queue_.enqueue(std::move(cmd));
+    if (!ok && counted) queued_.fetch_sub(1, std::memory_order_relaxed);
+    gate_.Leave(ticket);
+    if (!ok) return absl::ResourceExhaustedError("timing wheel: out of memory");
+    wakeup_.Notify();
+    return absl::OkStatus();
+  }
+
+  // Refuses later pushes and returns once every push in progress is done.
+  // False if already closed.
+  bool Close() { return gate_.Close(); }
+  bool closed() const { return gate_.closed(); }
+
+  // For the closer only: pushes past the closed gate (the Stop command).
+  void PushAfterClose(Cmd cmd) {
+    while (!queue_.enqueue(std::move(cmd))) {
+    }
+    wakeup_.Notify();
+  }
+
+  // Consumer side: moves up to `max` commands into `out`.
+  std::size_t PopBulk(Cmd* out, std::size_t max) {
+    const std::size_t n = queue_.try_dequeue_bulk(out, max);
+    if (max_pending_ != 0 && n != 0) {
+      std::int64_t counted = 0;
+      for (std::size_t i = 0; i < n; ++i) counted += out[i].counted();
+      queued_.fetch_sub(counted, std::memory_order_relaxed);
+    }
+    return n;
+  }
+
+  // Consumer side: sleeps up to `timeout` unless a command is queued.
+  void WaitForWork(absl::Duration timeout) {
+    wakeup_.Sleep(timeout, [this] { return queue_.size_approx() != 0; });
+  }
+
+ private:
+  moodycamel::ConcurrentQueue<Cmd> queue_;
+  ProducerGate gate_;
+  Wakeup wakeup_;
+  const std::size_t max_pending_;
+  alignas(64) std::atomic<std::int64_t> queued_{0};
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_COMMAND_QUEUE_H_

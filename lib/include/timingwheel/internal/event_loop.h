@@ -1,0 +1,427 @@
+// The thread that owns a Wheel: applies commands, processes ticks, sleeps.
+#ifndef TIMINGWHEEL_INTERNAL_EVENT_LOOP_H_
+#define TIMINGWHEEL_INTERNAL_EVENT_LOOP_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "timingwheel/internal/callback_scope.h"
+#include "timingwheel/internal/clock.h"
+#include "timingwheel/internal/command.h"
+#include "timingwheel/internal/command_queue.h"
+#include "timingwheel/internal/wheel.h"
+#include "timingwheel/internal/worker_pool.h"
+#include "timingwheel/options.h"
+#include "timingwheel/stats.h"
+#include "timingwheel/ticker.h"
+
+namespace timingwheel {
+namespace internal {
+
+// Owns the wheel and the only thread that touches it. Callers reach it only
+// through the command queue; expired entries leave it in batches for the
+// execute workers. Nothing else flows back but completion signals.
+template <typename K, typename V, typename Hash, typename Eq>
+class EventLoop final : public TickSink {
+ public:
+  using Callback = std::function<void(K, V)>;
+  using Entries = std::vector<std::pair<K, V>>;
+  using Cmd = Command<K, V>;
+
+  // Builds everything but starts no loop thread; throws std::bad_alloc or
+  // std::system_error when memory or threads run out.
+  EventLoop(const Options& options, Callback execute)
+      : interval_(options.interval),
+        ticker_(options.ticker),
+        manual_(dynamic_cast<ManualTicker*>(options.ticker.get())),
+        drain_workers_(options.drain_workers),
+        execute_(std::move(execute)),
+        wheel_(static_cast<std::uint32_t>(options.num_slots)),
+        queue_(options.max_pending),
+        clock_(options.interval),
+        pool_(options.execute_workers) {}
+
+  ~EventLoop() {
+    Stop().IgnoreError();
+    if (attached_) TickerAccess::Detach(*manual_, this);
+  }
+
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Attaches to the manual ticker, if any, and starts the loop thread.
+  absl::Status Start() {
+    if (manual_ != nullptr) {
+      if (!TickerAccess::Attach(*manual_, this)) {
+        return absl::InvalidArgumentError(
+            "Options::ticker: this ManualTicker already drives another wheel");
+      }
+      attached_ = true;
+    }
+    try {
+      thread_ = std::thread([this] { Run(); });
+    } catch (const std::system_error&) {
+      return absl::ResourceExhaustedError("cannot start the loop thread");
+    }
+    return absl::OkStatus();
+  }
+
+  // The tick at which a timer of `delay` (> 0), submitted now, is due.
+  std::uint64_t DeadlineTick(absl::Duration delay) const {
+    if (manual_ != nullptr) {
+      return std::min(ticks_done_.load(std::memory_order_acquire) +
+                          CeilTicks(delay, interval_),
+                      kMaxTick);
+    }
+    return clock_.DeadlineTick(delay);
+  }
+
+  absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
+
+  // api.md S7.
+  absl::Status Drain(Callback fn) {
+    if (!fn) return absl::InvalidArgumentError("Drain: fn is empty");
+    if (InOwnCallback()) {
+      return absl::FailedPreconditionError(
+          "Drain called from a callback of the same wheel");
+    }
+    {
+      absl::MutexLock lock(&drain_mu_);
+      ++active_drains_;
+    }
+    DrainRequest<K, V> request;
+    absl::Status status = queue_.Push(Cmd::Drain(&request));
+    if (status.ok()) {
+      request.taken.WaitForNotification();
+      RunDrain(request.entries, fn);
+    }
+    absl::MutexLock lock(&drain_mu_);
+    --active_drains_;
+    return status;
+  }
+
+  // api.md S8. Concurrent calls: one stops the wheel, the others wait for it
+  // and get an empty vector.
+  absl::StatusOr<Entries> Stop() {
+    if (InOwnCallback()) {
+      return absl::FailedPreconditionError(
+          "Stop called from a callback of the same wheel");
+    }
+    absl::MutexLock lock(&stop_mu_);
+    if (stopped_) return Entries();
+    queue_.Close();
+    queue_.PushAfterClose(Cmd::Stop());
+    if (thread_.joinable()) thread_.join();
+    pool_.Shutdown();
+    {
+      absl::MutexLock drain_lock(&drain_mu_);
+      drain_mu_.Await(absl::Condition(
+          +[](int* active) { return *active == 0; }, &active_drains_));
+    }
+    stopped_ = true;
+    return std::move(stop_result_);
+  }
+
+  // ManualTicker::Tick's work (TickSink).
+  void RunTicks(int n) override {
+    if (n < 1 || InOwnCallback()) return;
+    TickRequest request(n);
+    if (!queue_.Push(Cmd::Tick(&request)).ok()) return;
+    request.done.WaitForNotification();
+  }
+
+  Stats stats() const {
+    Stats s;
+    s.pending = published_.pending.load(std::memory_order_relaxed);
+    s.ticks = published_.ticks.load(std::memory_order_relaxed);
+    s.applied = published_.applied.load(std::memory_order_relaxed);
+    s.fired = published_.fired.load(std::memory_order_relaxed);
+    s.moved = published_.moved.load(std::memory_order_relaxed);
+    s.removed = published_.removed.load(std::memory_order_relaxed);
+    s.superseded = published_.superseded.load(std::memory_order_relaxed);
+    s.drained = published_.drained.load(std::memory_order_relaxed);
+    s.callback_exceptions = exceptions_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  // Commands taken from the queue per dequeue call.
+  static constexpr std::size_t kBatch = 256;
+  // Commands applied before the loop looks at the clock again, so a flood of
+  // submissions delays ticks by at most about a millisecond.
+  static constexpr std::size_t kMaxCommandsPerRound = 8192;
+  // Expired entries handed to one execute worker at a time.
+  static constexpr std::size_t kExecuteBatch = 256;
+  // Drain entries a drain worker claims at a time.
+  static constexpr std::size_t kDrainChunk = 64;
+  // Longest sleep; a safety net against a missed wake-up or clock oddities.
+  static constexpr absl::Duration kMaxSleep = absl::Seconds(1);
+
+  // Counters only the loop thread writes, and their published copies.
+  struct Counters {
+    std::uint64_t applied = 0, fired = 0, moved = 0, removed = 0,
+                  superseded = 0, drained = 0;
+  };
+  struct Published {
+    std::atomic<std::size_t> pending{0};
+    std::atomic<std::uint64_t> ticks{0}, applied{0}, fired{0}, moved{0},
+        removed{0}, superseded{0}, drained{0};
+  };
+
+  bool InOwnCallback() const {
+    return CallbackScope::InCallbackOf(static_cast<const TickSink*>(this));
+  }
+
+  void Run() {
+    std::vector<Cmd> batch(kBatch);
+    for (;;) {
+      const std::size_t applied = ApplyQueued(batch);
+      if (stop_requested_) {
+        FinishStop(batch);
+        return;
+      }
+      if (manual_ != nullptr) {
+        if (!tick_requests_.empty()) {
+          RunManualTick();
+          continue;
+        }
+        Publish();
+        if (applied == 0) queue_.WaitForWork(kMaxSleep);
+        continue;
+      }
+      const std::uint64_t due = clock_.TicksDue();
+      if (due > wheel_.now()) {
+        AdvanceTo(due);
+        Dispatch(nullptr);
+      }
+      Publish();
+      if (applied != 0) continue;
+      absl::Duration wait = kMaxSleep;
+      const std::uint64_t next = wheel_.NextDueTick();
+      if (next != kNever) wait = std::min(wait, clock_.UntilTick(next));
+      if (wait > absl::ZeroDuration()) queue_.WaitForWork(wait);
+    }
+  }
+
+  std::size_t ApplyQueued(std::vector<Cmd>& batch) {
+    std::size_t total = 0;
+    for (;;) {
+      const std::size_t n = queue_.PopBulk(batch.data(), batch.size());
+      for (std::size_t i = 0; i < n; ++i) Apply(batch[i]);
+      total += n;
+      if (n < batch.size() || total >= kMaxCommandsPerRound) return total;
+    }
+  }
+
+  void Apply(Cmd& c) {
+    switch (c.kind()) {
+      case Cmd::Kind::kSet:
+        ++counters_.applied;
+        if (wheel_.Set(std::move(c.key()), std::move(c.value()),
+                       c.deadline())) {
+          ++counters_.superseded;
+        }
+        break;
+      case Cmd::Kind::kMove:
+        ++counters_.applied;
+        if (wheel_.Move(c.key(), c.deadline())) ++counters_.moved;
+        break;
+      case Cmd::Kind::kRemove:
+        ++counters_.applied;
+        if (wheel_.Remove(c.key())) ++counters_.removed;
+        break;
+      case Cmd::Kind::kDrain: {
+        DrainRequest<K, V>* request = c.drain();
+        request->entries.reserve(wheel_.size());
+        wheel_.TakeAll([request](K&& key, V&& value) {
+          request->entries.emplace_back(std::move(key), std::move(value));
+        });
+        counters_.drained += request->entries.size();
+        request->taken.Notify();
+        break;
+      }
+      case Cmd::Kind::kTick:
+        tick_requests_.push_back(c.tick());
+        break;
+      case Cmd::Kind::kStop:
+        stop_requested_ = true;
+        break;
+      case Cmd::Kind::kNone:
+        break;
+    }
+  }
+
+  void AdvanceTo(std::uint64_t tick) {
+    wheel_.AdvanceTo(tick, [this](std::uint64_t, K&& key, V&& value) {
+      expired_.emplace_back(std::move(key), std::move(value));
+    });
+    counters_.fired += expired_.size();
+    ticks_done_.store(wheel_.now(), std::memory_order_release);
+  }
+
+  // One tick of a ManualTicker request: callbacks of tick k see
+  // ticks_done == k, and return before tick k+1 starts.
+  void RunManualTick() {
+    AdvanceTo(wheel_.now() + 1);
+    Publish();
+    const std::size_t batches =
+        (expired_.size() + kExecuteBatch - 1) / kExecuteBatch;
+    if (batches != 0) {
+      absl::BlockingCounter done(static_cast<int>(batches));
+      Dispatch(&done);
+      done.Wait();
+    }
+    TickRequest* request = tick_requests_.front();
+    if (--request->remaining == 0) {
+      tick_requests_.pop_front();
+      request->done.Notify();
+    }
+  }
+
+  // Hands expired_ to the execute workers in batches; each batch counts
+  // `done` down when it has run, if given.
+  void Dispatch(absl::BlockingCounter* done) {
+    const std::size_t n = expired_.size();
+    if (n == 0) return;
+    if (n <= kExecuteBatch) {
+      Entries batch;
+      batch.swap(expired_);
+      Submit(std::move(batch), done);
+      return;
+    }
+    for (std::size_t begin = 0; begin < n; begin += kExecuteBatch) {
+      const std::size_t end = std::min(n, begin + kExecuteBatch);
+      Entries batch(std::make_move_iterator(expired_.begin() + begin),
+                    std::make_move_iterator(expired_.begin() + end));
+      Submit(std::move(batch), done);
+    }
+    expired_.clear();
+  }
+
+  void Submit(Entries batch, absl::BlockingCounter* done) {
+    pool_.Submit([this, batch = std::move(batch), done]() mutable {
+      CallbackScope scope(static_cast<const TickSink*>(this));
+      for (auto& [key, value] : batch) {
+        try {
+          execute_(std::move(key), std::move(value));
+        } catch (...) {
+          exceptions_.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      if (done != nullptr) done->DecrementCount();
+    });
+  }
+
+  // Runs fn over entries on up to drain_workers_ threads, returning when all
+  // calls have returned.
+  void RunDrain(Entries& entries, const Callback& fn) {
+    const std::size_t n = entries.size();
+    if (n == 0) return;
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      CallbackScope scope(static_cast<const TickSink*>(this));
+      for (;;) {
+        const std::size_t begin =
+            next.fetch_add(kDrainChunk, std::memory_order_relaxed);
+        if (begin >= n) return;
+        const std::size_t end = std::min(n, begin + kDrainChunk);
+        for (std::size_t i = begin; i < end; ++i) {
+          try {
+            fn(std::move(entries[i].first), std::move(entries[i].second));
+          } catch (...) {
+            exceptions_.fetch_add(1, std::memory_order_relaxed);
+          }
+        }
+      }
+    };
+    const std::size_t workers =
+        std::min<std::size_t>(static_cast<std::size_t>(drain_workers_),
+                              (n + kDrainChunk - 1) / kDrainChunk);
+    std::vector<std::thread> threads;
+    threads.reserve(workers);
+    for (std::size_t i = 0; i < workers; ++i) {
+      try {
+        threads.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;  // fewer threads than asked; the calling thread helps below
+      }
+    }
+    if (threads.empty()) work();
+    for (std::thread& t : threads) t.join();
+  }
+
+  // After the Stop command: the gate was closed before it was pushed, so
+  // whatever is still queued was accepted and must be applied.
+  void FinishStop(std::vector<Cmd>& batch) {
+    while (ApplyQueued(batch) != 0) {
+    }
+    for (TickRequest* request : tick_requests_) request->done.Notify();
+    tick_requests_.clear();
+    stop_result_.reserve(wheel_.size());
+    wheel_.TakeAll([this](K&& key, V&& value) {
+      stop_result_.emplace_back(std::move(key), std::move(value));
+    });
+    Publish();
+  }
+
+  void Publish() {
+    published_.pending.store(wheel_.size(), std::memory_order_relaxed);
+    published_.ticks.store(wheel_.now(), std::memory_order_relaxed);
+    published_.applied.store(counters_.applied, std::memory_order_relaxed);
+    published_.fired.store(counters_.fired, std::memory_order_relaxed);
+    published_.moved.store(counters_.moved, std::memory_order_relaxed);
+    published_.removed.store(counters_.removed, std::memory_order_relaxed);
+    published_.superseded.store(counters_.superseded,
+                                std::memory_order_relaxed);
+    published_.drained.store(counters_.drained, std::memory_order_relaxed);
+  }
+
+  const absl::Duration interval_;
+  const std::shared_ptr<Ticker> ticker_;  // keeps manual_ alive
+  ManualTicker* const manual_;            // nullptr: real time
+  const int drain_workers_;
+  const Callback execute_;
+  bool attached_ = false;
+
+  // Loop thread only.
+  Wheel<K, V, Hash, Eq> wheel_;
+  Entries expired_;
+  std::deque<TickRequest*> tick_requests_;
+  bool stop_requested_ = false;
+  Counters counters_;
+
+  CommandQueue<Cmd> queue_;
+  const RealClock clock_;
+  std::atomic<std::uint64_t> ticks_done_{0};
+  Published published_;
+  std::atomic<std::uint64_t> exceptions_{0};
+  WorkerPool pool_;
+  std::thread thread_;
+
+  absl::Mutex drain_mu_;
+  int active_drains_ ABSL_GUARDED_BY(drain_mu_) = 0;
+
+  absl::Mutex stop_mu_;
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
+  Entries stop_result_;  // written by the loop, read by Stop after join
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_EVENT_LOOP_H_

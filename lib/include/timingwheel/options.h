@@ -1,0 +1,43 @@
+// Options for a TimingWheel.
+#ifndef TIMINGWHEEL_OPTIONS_H_
+#define TIMINGWHEEL_OPTIONS_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/time/time.h"
+
+namespace timingwheel {
+
+class Ticker;
+
+// How a wheel is shaped and staffed. Create() validates every field and
+// returns InvalidArgument for a value outside the documented range.
+struct Options {
+  // Length of one tick: the wheel's resolution. At least 1ns, finite.
+  absl::Duration interval = absl::Seconds(1);
+  // Slots on the wheel, 1 .. kMaxSlots. More slots make each tick's slot
+  // shorter; the span of one rotation is num_slots * interval. Longer delays
+  // wrap around (circles) and cost nothing extra.
+  int num_slots = 512;
+  // Threads running the execute callback, 1 .. kMaxWorkers.
+  int execute_workers = 1;
+  // Threads running Drain's fn during one Drain call, 1 .. kMaxWorkers.
+  int drain_workers = 8;
+  // Bound on SetTimer/MoveTimer/RemoveTimer commands queued but not yet
+  // applied by the loop; beyond it those calls return ResourceExhausted.
+  // 0 = unbounded (and the submission path then keeps no shared counter).
+  std::size_t max_pending = 0;
+  // Where ticks come from. nullptr = real time (drift-free, monotonic clock).
+  // A ManualTicker drives at most one wheel at a time.
+  std::shared_ptr<Ticker> ticker;
+};
+
+// Largest Options::num_slots accepted (16 Mi slots, ~200 MiB of slot heads).
+inline constexpr int kMaxSlots = 1 << 24;
+// Largest execute_workers / drain_workers accepted.
+inline constexpr int kMaxWorkers = 1024;
+
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_OPTIONS_H_

@@ -1,0 +1,27 @@
+// Counters a TimingWheel keeps about itself.
+#ifndef TIMINGWHEEL_STATS_H_
+#define TIMINGWHEEL_STATS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace timingwheel {
+
+// A snapshot of a wheel's counters. The loop publishes them once per batch of
+// commands and once per tick, so a snapshot may lag the calls that a caller
+// just made by that much. Reading one costs a handful of relaxed loads.
+struct Stats {
+  std::size_t pending = 0;                // timers in the wheel now
+  std::uint64_t ticks = 0;                // ticks the wheel has processed
+  std::uint64_t applied = 0;              // set/move/remove commands applied
+  std::uint64_t fired = 0;                // timers handed to execute
+  std::uint64_t moved = 0;                // MoveTimer that found its key
+  std::uint64_t removed = 0;              // RemoveTimer that found its key
+  std::uint64_t superseded = 0;           // SetTimer that replaced a value
+  std::uint64_t drained = 0;              // timers handed to a Drain fn
+  std::uint64_t callback_exceptions = 0;  // exceptions caught from callbacks
+};
+
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_STATS_H_

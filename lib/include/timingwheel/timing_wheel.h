@@ -1,0 +1,181 @@
+// timingwheel: keyed timers at scale.
+//
+// A TimingWheel<K, V> holds at most one pending timer per key. One event-loop
+// thread owns the wheel; SetTimer, MoveTimer, RemoveTimer, Drain and Stop are
+// commands on a lock-free queue, so submitting never waits on the loop.
+// Expired timers are handed to `execute` on worker threads, never early and
+// exactly once. See README.md for the timing semantics.
+//
+//   auto wheel = timingwheel::TimingWheel<std::string, int>::Create(
+//       {.interval = absl::Milliseconds(100)},
+//       [](std::string key, int value) { Evict(key); });
+//   (*wheel)->SetTimer("session-42", 42, absl::Seconds(30)).IgnoreError();
+//   (*wheel)->MoveTimer("session-42", absl::Seconds(30));  // touched again
+#ifndef TIMINGWHEEL_TIMING_WHEEL_H_
+#define TIMINGWHEEL_TIMING_WHEEL_H_
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <new>
+#include <ratio>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/hash/hash.h"
+#include "absl/memory/memory.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "timingwheel/internal/event_loop.h"
+#include "timingwheel/options.h"
+#include "timingwheel/stats.h"
+#include "timingwheel/ticker.h"
+
+namespace timingwheel {
+namespace internal {
+
+// Create's checks of everything but the callback.
+absl::Status ValidateOptions(const Options& options);
+// SetTimer's and MoveTimer's check: delay > 0 and finite.
+absl::Status ValidateDelay(absl::Duration delay);
+
+// Any std::chrono::duration as an absl::Duration, saturating to infinity
+// instead of overflowing; NaN becomes zero (and so is refused).
+template <typename Rep, typename Period>
+absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
+  if constexpr (std::is_floating_point_v<Rep>) {
+    const double seconds = std::chrono::duration<double>(d).count();
+    if (std::isnan(seconds)) return absl::ZeroDuration();
+    return absl::Seconds(seconds);
+  } else {
+    const absl::Duration r =
+        absl::Seconds(static_cast<std::int64_t>(d.count())) *
+        static_cast<std::int64_t>(Period::num) /
+        static_cast<std::int64_t>(Period::den);
+    // A finite duration too long for absl::Duration is still finite.
+    if (r == absl::InfiniteDuration()) {
+      return absl::Seconds(std::numeric_limits<std::int64_t>::max());
+    }
+    return r;
+  }
+}
+
+}  // namespace internal
+
+// Keyed timers. K: copyable, hashable by Hash, comparable by Eq. V: movable.
+// Every method is thread-safe; commands from one thread are applied in the
+// order that thread submitted them.
+template <typename K, typename V, typename Hash = absl::Hash<K>,
+          typename Eq = std::equal_to<K>>
+class TimingWheel {
+ public:
+  // Called as execute(std::move(key), std::move(value)) on an execute worker
+  // when a timer expires. May call SetTimer/MoveTimer/RemoveTimer on its own
+  // wheel (re-arming periodic work); an exception it throws is caught and
+  // counted in Stats::callback_exceptions.
+  using Execute = std::function<void(K key, V value)>;
+  // Drain's function, called once per drained timer on a drain worker.
+  using DrainFn = std::function<void(K key, V value)>;
+
+  // Validates options and starts the loop and worker threads. Errors:
+  // InvalidArgument for a bad option, an empty execute or a ManualTicker
+  // that drives another wheel; ResourceExhausted when memory or threads run
+  // out. Cost: the slot arrays (about 12 bytes a slot) and the threads.
+  static absl::StatusOr<std::unique_ptr<TimingWheel>> Create(Options options,
+                                                             Execute execute) {
+    if (absl::Status s = internal::ValidateOptions(options); !s.ok()) return s;
+    if (!execute) return absl::InvalidArgumentError("execute is empty");
+    std::unique_ptr<Loop> loop;
+    try {
+      loop = std::make_unique<Loop>(options, std::move(execute));
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError("out of memory creating the wheel");
+    } catch (const std::system_error&) {
+      return absl::ResourceExhaustedError("cannot start worker threads");
+    }
+    if (absl::Status s = loop->Start(); !s.ok()) return s;
+    return absl::WrapUnique(new TimingWheel(std::move(loop)));
+  }
+
+  // Stops the wheel (see Stop) and drops the timers that never fired. Must
+  // not run inside one of this wheel's own callbacks.
+  ~TimingWheel() = default;
+
+  TimingWheel(const TimingWheel&) = delete;
+  TimingWheel& operator=(const TimingWheel&) = delete;
+
+  // Schedules `key` to fire with `value` once `delay` (> 0, finite) has
+  // passed, measured from this call. A present key gets the new value and
+  // deadline, and fires once, with the new value (the old value is
+  // superseded). Errors: InvalidArgument, FailedPrecondition once stopped,
+  // ResourceExhausted beyond max_pending. Cost on the caller: one lock-free
+  // enqueue; on the loop: one map probe.
+  absl::Status SetTimer(K key, V value, absl::Duration delay) {
+    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
+    return loop_->Push(
+        Cmd::Set(std::move(key), std::move(value), loop_->DeadlineTick(delay)));
+  }
+  template <typename Rep, typename Period>
+  absl::Status SetTimer(K key, V value,
+                        std::chrono::duration<Rep, Period> delay) {
+    return SetTimer(std::move(key), std::move(value),
+                    internal::ToDuration(delay));
+  }
+
+  // Reschedules a present key to fire `delay` from now, keeping its value;
+  // later or earlier, any number of times. An absent key is left absent (and
+  // the call still returns OK: commands are asynchronous). Errors as
+  // SetTimer. Cost on the loop: one map probe and, when moving later, one
+  // write (the entry is relinked when its old slot comes round).
+  absl::Status MoveTimer(K key, absl::Duration delay) {
+    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
+    return loop_->Push(Cmd::Move(std::move(key), loop_->DeadlineTick(delay)));
+  }
+  template <typename Rep, typename Period>
+  absl::Status MoveTimer(K key, std::chrono::duration<Rep, Period> delay) {
+    return MoveTimer(std::move(key), internal::ToDuration(delay));
+  }
+
+  // Removes a present key so it never fires; absent keys are ignored.
+  // Errors: FailedPrecondition once stopped, ResourceExhausted beyond
+  // max_pending. Cost on the loop: one map probe and an O(1) unlink.
+  absl::Status RemoveTimer(K key) {
+    return loop_->Push(Cmd::Remove(std::move(key)));
+  }
+
+  // Removes every timer present when the loop applies this command and calls
+  // fn(key, value) for each on up to drain_workers threads; returns after
+  // every call has returned. Timers set afterwards stay. Errors:
+  // InvalidArgument for an empty fn, FailedPrecondition once stopped or when
+  // called from one of this wheel's callbacks. Cost on the loop:
+  // O(timers + num_slots).
+  absl::Status Drain(DrainFn fn) { return loop_->Drain(std::move(fn)); }
+
+  // Applies every command accepted before it, stops the loop, waits for every
+  // callback in flight and returns the timers that never fired (any order).
+  // After it returns no callback of this wheel runs and every other method
+  // returns FailedPrecondition; a second Stop returns an empty vector.
+  // FailedPrecondition when called from one of this wheel's callbacks.
+  absl::StatusOr<std::vector<std::pair<K, V>>> Stop() { return loop_->Stop(); }
+
+  // A snapshot of the wheel's counters; a few relaxed loads.
+  Stats stats() const { return loop_->stats(); }
+
+ private:
+  using Loop = internal::EventLoop<K, V, Hash, Eq>;
+  using Cmd = internal::Command<K, V>;
+
+  explicit TimingWheel(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
+
+  std::unique_ptr<Loop> loop_;
+};
+
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_TIMING_WHEEL_H_
