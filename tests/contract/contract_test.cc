@@ -1,0 +1,1587 @@
+// The api.md contract (S1-S11 and the error table), checked through the
+// public header only. Every test here drives the wheel with a ManualTicker,
+// so outcomes are decided by tick counts, never by sleeps; the few places
+// that need real time (S10's slow callback) use generous bounds.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "timingwheel/timing_wheel.h"
+
+namespace timingwheel {
+namespace {
+
+using ::absl::StatusCode;
+
+constexpr absl::Duration kInterval = absl::Milliseconds(10);
+// Anything that a bug could turn into a hang waits at most this long.
+constexpr absl::Duration kHangGuard = absl::Seconds(20);
+
+using IntWheel = TimingWheel<int, int>;
+
+Options ManualOptions(std::shared_ptr<ManualTicker> ticker, int num_slots = 8) {
+  Options options;
+  options.interval = kInterval;
+  options.num_slots = num_slots;
+  options.ticker = std::move(ticker);
+  return options;
+}
+
+// Options with the test interval, for tests that tweak another field.
+Options TestOptions() {
+  Options options;
+  options.interval = kInterval;
+  return options;
+}
+
+// One execute call as seen by the test: the tick that ran it, what it got and
+// on which thread.
+struct Fire {
+  int tick;
+  int key;
+  int value;
+  std::thread::id thread;
+};
+
+// A TimingWheel<int, int> on its own ManualTicker that remembers, for every
+// execute call, the tick that triggered it. Ticks are run one at a time so
+// that each call can be attributed to its tick: ManualTicker::Tick returns
+// only after that tick's callbacks have returned.
+class ManualWheel {
+ public:
+  // Runs after the fire is recorded, on the execute worker.
+  using Hook = std::function<void(IntWheel& wheel, int key, int value)>;
+
+  explicit ManualWheel(int num_slots = 8, Hook hook = nullptr,
+                       Options options = TestOptions())
+      : ticker_(std::make_shared<ManualTicker>()), hook_(std::move(hook)) {
+    options.num_slots = num_slots;
+    options.ticker = ticker_;
+    auto wheel = IntWheel::Create(options, [this](int key, int value) {
+      {
+        absl::MutexLock lock(&mu_);
+        pending_.push_back({0, key, value, std::this_thread::get_id()});
+      }
+      if (hook_) hook_(*wheel_, key, value);
+    });
+    EXPECT_TRUE(wheel.ok()) << wheel.status();
+    if (wheel.ok()) wheel_ = std::move(*wheel);
+  }
+
+  IntWheel& wheel() { return *wheel_; }
+  ManualTicker& ticker() { return *ticker_; }
+  std::shared_ptr<ManualTicker> ticker_ptr() { return ticker_; }
+  int ticks() const { return ticks_; }
+  const std::vector<Fire>& fires() const { return fires_; }
+
+  // Runs n ticks, one at a time, recording which tick ran which callback.
+  void Tick(int n = 1) {
+    for (int i = 0; i < n; ++i) {
+      ticker_->Tick();
+      ++ticks_;
+      absl::MutexLock lock(&mu_);
+      for (Fire& f : pending_) {
+        f.tick = ticks_;
+        fires_.push_back(f);
+      }
+      pending_.clear();
+    }
+  }
+
+  // The fires of `key` so far.
+  std::vector<Fire> FiresOf(int key) const {
+    std::vector<Fire> out;
+    for (const Fire& f : fires_) {
+      if (f.key == key) out.push_back(f);
+    }
+    return out;
+  }
+
+  // The tick `key` fired on, -1 if it has not fired; fails the test if it
+  // fired more than once.
+  int FireTick(int key) const {
+    std::vector<Fire> f = FiresOf(key);
+    EXPECT_LE(f.size(), 1u) << "key " << key << " fired more than once";
+    return f.empty() ? -1 : f.front().tick;
+  }
+
+  // Keys fired by exactly tick `tick`, sorted.
+  std::vector<int> KeysFiredAt(int tick) const {
+    std::vector<int> out;
+    for (const Fire& f : fires_) {
+      if (f.tick == tick) out.push_back(f.key);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::shared_ptr<ManualTicker> ticker_;
+  Hook hook_;
+  int ticks_ = 0;
+  std::vector<Fire> fires_;
+  absl::Mutex mu_;
+  std::vector<Fire> pending_ ABSL_GUARDED_BY(mu_);
+  // Last: destroyed first, while everything its callback touches is alive.
+  std::unique_ptr<IntWheel> wheel_;
+};
+
+// Sorted copy of Stop's result, for comparisons.
+template <typename K, typename V>
+std::vector<std::pair<K, V>> Sorted(std::vector<std::pair<K, V>> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::vector<std::pair<int, int>> StopSorted(IntWheel& wheel) {
+  auto stopped = wheel.Stop();
+  EXPECT_TRUE(stopped.ok()) << stopped.status();
+  if (!stopped.ok()) return {};
+  return Sorted(std::move(*stopped));
+}
+
+// Runs fn on a new thread and waits for it at most kHangGuard; returns false
+// (and detaches nothing: the thread is joined) if it did not finish in time,
+// so a hang becomes a failure message before the test binary's timeout.
+bool FinishesInTime(std::function<void()> fn) {
+  absl::Notification done;
+  std::thread t([&] {
+    fn();
+    done.Notify();
+  });
+  const bool in_time = done.WaitForNotificationWithTimeout(kHangGuard);
+  t.join();
+  return in_time;
+}
+
+using Vec = std::vector<std::pair<int, int>>;
+
+// ---------------------------------------------------------------------------
+// Error table: Create.
+
+StatusCode CreateCode(
+    Options options, IntWheel::Execute execute = [](int, int) {}) {
+  return IntWheel::Create(std::move(options), std::move(execute))
+      .status()
+      .code();
+}
+
+TEST(ErrorsCreate, IntervalMustBePositiveAndFinite) {
+  for (absl::Duration bad :
+       {absl::ZeroDuration(), -absl::Milliseconds(1), -absl::InfiniteDuration(),
+        absl::InfiniteDuration(), absl::Nanoseconds(0.5)}) {
+    Options options;
+    options.interval = bad;
+    EXPECT_EQ(CreateCode(options), StatusCode::kInvalidArgument)
+        << absl::FormatDuration(bad);
+  }
+  Options ok;
+  ok.interval = absl::Nanoseconds(1);
+  EXPECT_EQ(CreateCode(ok), StatusCode::kOk);
+}
+
+TEST(ErrorsCreate, NumSlotsMustBeInRange) {
+  for (int bad : {0, -1, std::numeric_limits<int>::min(), kMaxSlots + 1}) {
+    Options options;
+    options.num_slots = bad;
+    EXPECT_EQ(CreateCode(options), StatusCode::kInvalidArgument) << bad;
+  }
+  Options ok;
+  ok.num_slots = 1;
+  EXPECT_EQ(CreateCode(ok), StatusCode::kOk);
+}
+
+TEST(ErrorsCreate, WorkersMustBeInRange) {
+  for (int bad : {0, -1, kMaxWorkers + 1}) {
+    Options options;
+    options.execute_workers = bad;
+    EXPECT_EQ(CreateCode(options), StatusCode::kInvalidArgument)
+        << "execute_workers " << bad;
+    options = Options();
+    options.drain_workers = bad;
+    EXPECT_EQ(CreateCode(options), StatusCode::kInvalidArgument)
+        << "drain_workers " << bad;
+  }
+}
+
+TEST(ErrorsCreate, ExecuteMustNotBeEmpty) {
+  EXPECT_EQ(CreateCode(Options(), IntWheel::Execute()),
+            StatusCode::kInvalidArgument);
+}
+
+// A Ticker the library does not know how to drive.
+class ForeignTicker : public Ticker {};
+
+TEST(ErrorsCreate, OnlyManualTickerIsAccepted) {
+  Options options;
+  options.ticker = std::make_shared<ForeignTicker>();
+  EXPECT_EQ(CreateCode(options), StatusCode::kInvalidArgument);
+}
+
+TEST(ErrorsCreate, ManualTickerDrivesOneWheelAtATime) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::atomic<int> first_fired{0};
+  auto first = IntWheel::Create(ManualOptions(ticker),
+                                [&](int, int) { first_fired.fetch_add(1); });
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(CreateCode(ManualOptions(ticker)), StatusCode::kInvalidArgument);
+
+  // The refused Create did not steal the ticker from the first wheel.
+  ASSERT_TRUE((*first)->SetTimer(1, 1, kInterval).ok());
+  ticker->Tick();
+  EXPECT_EQ(first_fired.load(), 1);
+
+  // Once the first wheel is gone the ticker can drive a new one.
+  first->reset();
+  std::atomic<int> second_fired{0};
+  auto second = IntWheel::Create(ManualOptions(ticker),
+                                 [&](int, int) { second_fired.fetch_add(1); });
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE((*second)->SetTimer(2, 2, kInterval).ok());
+  ticker->Tick();
+  EXPECT_EQ(second_fired.load(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Error table: SetTimer / MoveTimer delays.
+
+TEST(ErrorsDelay, NonPositiveOrInfiniteDelaysAreRefusedAndChangeNothing) {
+  ManualWheel w;
+  ASSERT_TRUE(w.wheel().SetTimer(1, 10, 3 * kInterval).ok());
+  for (absl::Duration bad :
+       {absl::ZeroDuration(), -absl::Nanoseconds(1), -absl::Hours(5),
+        -absl::InfiniteDuration(), absl::InfiniteDuration()}) {
+    EXPECT_EQ(w.wheel().SetTimer(2, 20, bad).code(),
+              StatusCode::kInvalidArgument)
+        << absl::FormatDuration(bad);
+    EXPECT_EQ(w.wheel().SetTimer(1, 30, bad).code(),
+              StatusCode::kInvalidArgument)
+        << absl::FormatDuration(bad);
+    EXPECT_EQ(w.wheel().MoveTimer(1, bad).code(), StatusCode::kInvalidArgument)
+        << absl::FormatDuration(bad);
+  }
+  // Chrono forms of the same mistakes.
+  using DSec = std::chrono::duration<double>;
+  EXPECT_EQ(w.wheel().SetTimer(2, 20, std::chrono::milliseconds(0)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel().SetTimer(2, 20, std::chrono::seconds(-1)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel().MoveTimer(1, std::chrono::nanoseconds(-1)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel()
+                .SetTimer(2, 20, DSec(std::numeric_limits<double>::quiet_NaN()))
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel()
+                .MoveTimer(1, DSec(std::numeric_limits<double>::infinity()))
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel()
+                .MoveTimer(1, DSec(-std::numeric_limits<double>::infinity()))
+                .code(),
+            StatusCode::kInvalidArgument);
+
+  // Key 1 kept its value and deadline; key 2 never appeared.
+  w.Tick(5);
+  EXPECT_EQ(w.FireTick(1), 3);
+  ASSERT_EQ(w.FiresOf(1).size(), 1u);
+  EXPECT_EQ(w.FiresOf(1)[0].value, 10);
+  EXPECT_EQ(w.FireTick(2), -1);
+  EXPECT_EQ(w.wheel().stats().applied, 1u);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// ---------------------------------------------------------------------------
+// Error table: a stopped wheel, and S8.
+
+TEST(S8Stop, StoppedWheelRefusesEveryCommand) {
+  ManualWheel w;
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+  ASSERT_TRUE(w.wheel().Stop().ok());
+  EXPECT_EQ(w.wheel().SetTimer(2, 2, kInterval).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(w.wheel().SetTimer(1, 2, std::chrono::milliseconds(5)).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(w.wheel().MoveTimer(1, kInterval).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(w.wheel().MoveTimer(1, std::chrono::seconds(1)).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(w.wheel().RemoveTimer(1).code(), StatusCode::kFailedPrecondition);
+  bool drain_fn_called = false;
+  EXPECT_EQ(w.wheel().Drain([&](int, int) { drain_fn_called = true; }).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(drain_fn_called);
+  // Bad arguments on a stopped wheel still fail, with one of the two codes.
+  EXPECT_NE(w.wheel().SetTimer(1, 1, absl::ZeroDuration()).code(),
+            StatusCode::kOk);
+}
+
+TEST(S8Stop, AppliesAcceptedCommandsAndReturnsUnfiredEntries) {
+  ManualWheel w;
+  // No tick between these and Stop: Stop itself must apply them.
+  ASSERT_TRUE(w.wheel().SetTimer(1, 10, kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 20, 50 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(3, 30, 2 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 21, 7 * kInterval).ok());  // supersedes
+  ASSERT_TRUE(w.wheel().RemoveTimer(3).ok());
+  ASSERT_TRUE(w.wheel().MoveTimer(1, 100 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(4, 40, absl::Hours(24 * 365 * 100)).ok());
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{1, 10}, {2, 21}, {4, 40}}));
+  // A second Stop returns nothing.
+  auto again = w.wheel().Stop();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->empty());
+  EXPECT_TRUE(w.fires().empty());
+}
+
+TEST(S8Stop, FiredEntriesAreNotReturned) {
+  ManualWheel w;
+  for (int k = 1; k <= 6; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k * 10, k * kInterval).ok());
+  }
+  w.Tick(3);
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{4, 40}, {5, 50}, {6, 60}}));
+  EXPECT_EQ(w.fires().size(), 3u);
+}
+
+TEST(S8Stop, TickOnStoppedWheelReturnsAtOnceAndFiresNothing) {
+  ManualWheel w;
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+  ASSERT_TRUE(w.wheel().Stop().ok());
+  ManualTicker& ticker = w.ticker();
+  EXPECT_TRUE(FinishesInTime([&] {
+    ticker.Tick();
+    ticker.Tick(1000);
+  }));
+  EXPECT_TRUE(w.fires().empty());
+}
+
+TEST(S8Stop, WaitsForCallbacksInFlightAndNoneRunAfter) {
+  absl::Notification entered, release;
+  std::atomic<bool> callback_returned{false};
+  std::atomic<int> calls_after_stop{0};
+  std::atomic<bool> stop_returned{false};
+  std::atomic<int> key2_fired{0};
+  ManualWheel w(8, [&](IntWheel&, int key, int) {
+    if (stop_returned.load()) calls_after_stop.fetch_add(1);
+    if (key == 2) key2_fired.fetch_add(1);
+    if (key == 1) {
+      entered.Notify();
+      release.WaitForNotificationWithTimeout(kHangGuard);
+      // Make "Stop returned before this callback finished" observable.
+      absl::SleepFor(absl::Milliseconds(20));
+      callback_returned.store(true);
+    }
+  });
+  ManualTicker& ticker = w.ticker();
+  IntWheel& wheel = w.wheel();
+  std::thread ticking([&] {
+    EXPECT_TRUE(wheel.SetTimer(1, 1, kInterval).ok());
+    EXPECT_TRUE(wheel.SetTimer(2, 2, 2 * kInterval).ok());
+    ticker.Tick(5);
+  });
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
+  absl::Notification stopped;
+  std::vector<std::pair<int, int>> result;
+  std::thread stopping([&] {
+    auto r = w.wheel().Stop();
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(callback_returned.load())
+        << "Stop returned while a callback was running";
+    stop_returned.store(true);
+    if (r.ok()) result = std::move(*r);
+    stopped.Notify();
+  });
+  // Stop cannot finish while the callback blocks.
+  EXPECT_FALSE(stopped.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  release.Notify();
+  EXPECT_TRUE(stopped.WaitForNotificationWithTimeout(kHangGuard));
+  stopping.join();
+  ticking.join();
+  EXPECT_EQ(calls_after_stop.load(), 0);
+  // Key 2 was due on tick 2: whether the Stop cut the Tick(5) short or not,
+  // it ended exactly one way.
+  if (key2_fired.load() == 1) {
+    EXPECT_EQ(Sorted(result), Vec());
+  } else {
+    EXPECT_EQ(key2_fired.load(), 0);
+    EXPECT_EQ(Sorted(result), (Vec{{2, 2}}));
+  }
+}
+
+// Counts how many of its instances holding a live value were destroyed.
+class Counted {
+ public:
+  Counted(int id, std::shared_ptr<std::atomic<int>> destroyed)
+      : id_(id), destroyed_(std::move(destroyed)) {}
+  Counted(Counted&& other) noexcept
+      : id_(other.id_), destroyed_(std::move(other.destroyed_)) {}
+  Counted& operator=(Counted&& other) noexcept {
+    if (this != &other) {
+      Release();
+      id_ = other.id_;
+      destroyed_ = std::move(other.destroyed_);
+    }
+    return *this;
+  }
+  ~Counted() { Release(); }
+  int id() const { return id_; }
+
+ private:
+  void Release() {
+    if (destroyed_ != nullptr) destroyed_->fetch_add(1);
+    destroyed_.reset();
+  }
+  int id_;
+  std::shared_ptr<std::atomic<int>> destroyed_;
+};
+
+TEST(S8Stop, DestructorDropsEntriesExactlyOnce) {
+  auto destroyed = std::make_shared<std::atomic<int>>(0);
+  auto ticker = std::make_shared<ManualTicker>();
+  std::atomic<int> fired{0};
+  {
+    auto wheel = TimingWheel<int, Counted>::Create(
+        ManualOptions(ticker), [&](int, Counted) { fired.fetch_add(1); });
+    ASSERT_TRUE(wheel.ok());
+    for (int k = 0; k < 100; ++k) {
+      ASSERT_TRUE((*wheel)
+                      ->SetTimer(k, Counted(k, destroyed), (k + 1) * kInterval)
+                      .ok());
+    }
+    // 10 superseded, 10 removed, 5 fired (keys 20..24); 85 left to drop.
+    for (int k = 0; k < 10; ++k) {
+      ASSERT_TRUE(
+          (*wheel)->SetTimer(k, Counted(k, destroyed), 200 * kInterval).ok());
+    }
+    for (int k = 10; k < 20; ++k) ASSERT_TRUE((*wheel)->RemoveTimer(k).ok());
+    ticker->Tick(25);
+    EXPECT_EQ(fired.load(), 5);
+    EXPECT_EQ(destroyed->load(), 10 + 10 + 5);
+  }
+  EXPECT_EQ(destroyed->load(), 110);
+}
+
+// ---------------------------------------------------------------------------
+// Error table: max_pending. The loop applies commands at once unless it is
+// busy, so keep it busy deterministically: a ManualTicker tick waits for its
+// callbacks, and one callback blocks until the test has filled the queue.
+
+TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
+  constexpr int kMaxPending = 5;
+  absl::Notification entered, release;
+  Options options = TestOptions();
+  options.max_pending = kMaxPending;
+  ManualWheel w(
+      8,
+      [&](IntWheel&, int key, int) {
+        if (key == 0) {
+          entered.Notify();
+          release.WaitForNotificationWithTimeout(kHangGuard);
+        }
+      },
+      options);
+  ManualTicker& ticker = w.ticker();
+  IntWheel& wheel = w.wheel();
+  // Set and Tick from one thread: Tick waits only for its own thread's
+  // commands, so the Set must come from the ticking thread.
+  std::thread ticking([&] {
+    EXPECT_TRUE(wheel.SetTimer(0, 0, kInterval).ok());
+    ticker.Tick();
+  });
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
+
+  // The loop waits for the blocked callback: nothing is dequeued now.
+  for (int k = 1; k <= kMaxPending; ++k) {
+    EXPECT_TRUE(w.wheel().SetTimer(k, k, kInterval).ok()) << k;
+  }
+  EXPECT_EQ(w.wheel().SetTimer(100, 100, kInterval).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(w.wheel().SetTimer(100, 100, std::chrono::hours(1)).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(w.wheel().MoveTimer(1, kInterval).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(w.wheel().RemoveTimer(1).code(), StatusCode::kResourceExhausted);
+
+  release.Notify();
+  ticking.join();
+  // The accepted commands were all applied (set during tick 1 with one
+  // interval: due on tick 2); the refused ones were not. w attributes key 0,
+  // fired by the other thread's Tick, to its own first Tick.
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  // Room again.
+  EXPECT_TRUE(w.wheel().SetTimer(100, 100, kInterval).ok());
+  EXPECT_TRUE(w.wheel().RemoveTimer(100).ok());
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// ---------------------------------------------------------------------------
+// Error table: Drain and Stop from the wheel's own callbacks.
+
+TEST(ErrorsCallback, DrainAndStopFromExecuteFailWithoutDeadlock) {
+  std::atomic<int> drain_code{-1}, stop_code{-1};
+  ManualWheel w(8, [&](IntWheel& wheel, int, int) {
+    drain_code.store(static_cast<int>(wheel.Drain([](int, int) {}).code()));
+    stop_code.store(static_cast<int>(wheel.Stop().status().code()));
+  });
+  ASSERT_TRUE(FinishesInTime([&] {
+    EXPECT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+    EXPECT_TRUE(w.wheel().SetTimer(2, 2, 3 * kInterval).ok());
+    w.Tick();
+  }));
+  EXPECT_EQ(drain_code.load(),
+            static_cast<int>(StatusCode::kFailedPrecondition));
+  EXPECT_EQ(stop_code.load(),
+            static_cast<int>(StatusCode::kFailedPrecondition));
+  // The refused Stop did not stop the wheel.
+  EXPECT_TRUE(w.wheel().SetTimer(3, 3, kInterval).ok());
+  w.Tick(2);
+  EXPECT_EQ(w.FireTick(3), 2);
+  EXPECT_EQ(w.FireTick(2), 3);
+}
+
+TEST(ErrorsCallback, DrainAndStopFromDrainFnFail) {
+  ManualWheel w;
+  std::atomic<int> drain_fail{0}, stop_fail{0};
+  IntWheel& wheel = w.wheel();
+  ASSERT_TRUE(FinishesInTime([&] {
+    for (int k = 0; k < 3; ++k)
+      EXPECT_TRUE(wheel.SetTimer(k, k, kInterval).ok());
+    EXPECT_TRUE(wheel
+                    .Drain([&](int, int) {
+                      if (wheel.Drain([](int, int) {}).code() ==
+                          StatusCode::kFailedPrecondition) {
+                        drain_fail.fetch_add(1);
+                      }
+                      if (wheel.Stop().status().code() ==
+                          StatusCode::kFailedPrecondition) {
+                        stop_fail.fetch_add(1);
+                      }
+                    })
+                    .ok());
+  }));
+  EXPECT_EQ(drain_fail.load(), 3);
+  EXPECT_EQ(stop_fail.load(), 3);
+  EXPECT_TRUE(w.wheel().SetTimer(9, 9, kInterval).ok());
+  w.Tick();
+  EXPECT_EQ(w.FireTick(9), 1);
+}
+
+TEST(ErrorsCallback, TickFromCallbackReturnsAtOnce) {
+  std::shared_ptr<ManualTicker> ticker;
+  std::atomic<bool> returned{false};
+  ManualWheel w(8, [&](IntWheel&, int, int) {
+    ticker->Tick();
+    returned.store(true);
+  });
+  ticker = w.ticker_ptr();
+  ASSERT_TRUE(FinishesInTime([&] {
+    EXPECT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+    w.Tick();
+  }));
+  EXPECT_TRUE(returned.load());
+  EXPECT_EQ(w.wheel().stats().ticks, 1u);
+}
+
+TEST(ErrorsDrain, EmptyFnIsRefused) {
+  ManualWheel w;
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+  EXPECT_EQ(w.wheel().Drain(IntWheel::DrainFn()).code(),
+            StatusCode::kInvalidArgument);
+  w.Tick();
+  EXPECT_EQ(w.FireTick(1), 1);  // nothing was drained
+}
+
+// ---------------------------------------------------------------------------
+// S1: never early, and with a ManualTicker exactly on the documented tick.
+
+TEST(S1Exact, KIntervalsFireOnKthTickAcrossCircles) {
+  ManualWheel w(8);
+  for (int k = 1; k <= 30; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, -k, k * kInterval).ok());
+  }
+  w.Tick(35);
+  for (int k = 1; k <= 30; ++k) {
+    EXPECT_EQ(w.FireTick(k), k) << "delay " << k << " intervals";
+  }
+  for (const Fire& f : w.fires()) EXPECT_EQ(f.value, -f.key);
+}
+
+TEST(S1Exact, CountsFromTheTickWhenSet) {
+  ManualWheel w(8);
+  w.Tick(5);
+  for (int k = 1; k <= 20; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, k * kInterval).ok());
+  }
+  w.Tick(3);
+  ASSERT_TRUE(w.wheel().SetTimer(100, 100, 9 * kInterval).ok());
+  w.Tick(30);
+  for (int k = 1; k <= 20; ++k) EXPECT_EQ(w.FireTick(k), 5 + k) << k;
+  EXPECT_EQ(w.FireTick(100), 5 + 3 + 9);
+}
+
+TEST(S1Exact, SubIntervalDelaysFireOnNextTick) {
+  ManualWheel w(8);
+  const absl::Duration delays[] = {absl::Nanoseconds(0.25),
+                                   absl::Nanoseconds(1), kInterval / 2,
+                                   kInterval - absl::Nanoseconds(1)};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(w.wheel().SetTimer(i, i, delays[i]).ok());
+  }
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{0, 1, 2, 3}));
+  w.Tick(6);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(w.wheel().SetTimer(10 + i, i, delays[i]).ok());
+  }
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(8), (std::vector<int>{10, 11, 12, 13}));
+  EXPECT_EQ(w.fires().size(), 8u);
+}
+
+TEST(S1Exact, FractionalDelaysRoundUp) {
+  ManualWheel w(4);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval * 1.5).ok());
+  ASSERT_TRUE(
+      w.wheel().SetTimer(2, 2, 2 * kInterval + absl::Nanoseconds(1)).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(3, 3, kInterval * 4.01).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(4, 4, kInterval * 9.99).ok());
+  w.Tick(12);
+  EXPECT_EQ(w.FireTick(1), 2);
+  EXPECT_EQ(w.FireTick(2), 3);
+  EXPECT_EQ(w.FireTick(3), 5);
+  EXPECT_EQ(w.FireTick(4), 10);
+}
+
+TEST(S1Exact, SetFromCallbackCountsFromTheCallbacksTick) {
+  ManualWheel w(8, [](IntWheel& wheel, int key, int) {
+    if (key != 1) return;
+    EXPECT_TRUE(wheel.SetTimer(100, 0, kInterval).ok());
+    EXPECT_TRUE(wheel.SetTimer(101, 0, kInterval / 2).ok());
+    EXPECT_TRUE(wheel.SetTimer(102, 0, 3 * kInterval).ok());
+    EXPECT_TRUE(wheel.SetTimer(103, 0, 9 * kInterval).ok());  // a full circle+
+    EXPECT_TRUE(wheel.SetTimer(104, 0, kInterval * 1.5).ok());
+    EXPECT_TRUE(wheel.MoveTimer(2, kInterval).ok());  // earlier
+    EXPECT_TRUE(wheel.RemoveTimer(3).ok());
+  });
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, 3 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 2, 20 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(3, 3, 5 * kInterval).ok());
+  w.Tick(25);
+  EXPECT_EQ(w.FireTick(1), 3);
+  EXPECT_EQ(w.FireTick(100), 4);
+  EXPECT_EQ(w.FireTick(101), 4);
+  EXPECT_EQ(w.FireTick(102), 6);
+  EXPECT_EQ(w.FireTick(103), 12);
+  EXPECT_EQ(w.FireTick(104), 5);
+  EXPECT_EQ(w.FireTick(2), 4);
+  EXPECT_EQ(w.FireTick(3), -1);
+}
+
+// ---------------------------------------------------------------------------
+// S2: SetTimer on a present key.
+
+TEST(S2Replace, LaterDeadlineNewValueFiresOnce) {
+  ManualWheel w(8);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 10, 5 * kInterval).ok());
+  w.Tick(2);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 20, 10 * kInterval).ok());
+  w.Tick(20);
+  ASSERT_EQ(w.FiresOf(1).size(), 1u);
+  EXPECT_EQ(w.FiresOf(1)[0].tick, 12);
+  EXPECT_EQ(w.FiresOf(1)[0].value, 20);
+  EXPECT_EQ(w.wheel().stats().superseded, 1u);
+}
+
+TEST(S2Replace, EarlierDeadlineNewValueFiresOnce) {
+  ManualWheel w(8);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 10, 30 * kInterval).ok());
+  w.Tick(1);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 30, 2 * kInterval).ok());
+  w.Tick(40);
+  ASSERT_EQ(w.FiresOf(1).size(), 1u);
+  EXPECT_EQ(w.FiresOf(1)[0].tick, 3);
+  EXPECT_EQ(w.FiresOf(1)[0].value, 30);
+}
+
+TEST(S2Replace, ManyReplacementsBeforeAnyTick) {
+  ManualWheel w(4);
+  for (int i = 1; i <= 50; ++i) {
+    ASSERT_TRUE(w.wheel().SetTimer(7, i, ((i * 7) % 13 + 1) * kInterval).ok());
+  }
+  // The last one wins: value 50, delay (350 % 13 + 1) = 13 intervals.
+  w.Tick(20);
+  ASSERT_EQ(w.FiresOf(7).size(), 1u);
+  EXPECT_EQ(w.FiresOf(7)[0].value, 50);
+  EXPECT_EQ(w.FiresOf(7)[0].tick, 13);
+  EXPECT_EQ(w.wheel().stats().superseded, 49u);
+}
+
+TEST(S2Replace, SetAfterFireInsertsAgain) {
+  ManualWheel w(8);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+  w.Tick();
+  ASSERT_TRUE(w.wheel().SetTimer(1, 2, kInterval).ok());
+  w.Tick();
+  ASSERT_EQ(w.FiresOf(1).size(), 2u);
+  EXPECT_EQ(w.FiresOf(1)[1].value, 2);
+  EXPECT_EQ(w.FiresOf(1)[1].tick, 2);
+  EXPECT_EQ(w.wheel().stats().superseded, 0u);
+}
+
+// ---------------------------------------------------------------------------
+// S3: MoveTimer.
+
+TEST(S3Move, LaterAndEarlierKeepTheValue) {
+  ManualWheel w(8);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 11, 3 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 22, 30 * kInterval).ok());
+  w.Tick(2);
+  ASSERT_TRUE(w.wheel().MoveTimer(1, 10 * kInterval).ok());  // later
+  ASSERT_TRUE(w.wheel().MoveTimer(2, 4 * kInterval).ok());   // earlier
+  w.Tick(40);
+  EXPECT_EQ(w.FireTick(1), 12);
+  EXPECT_EQ(w.FireTick(2), 6);
+  EXPECT_EQ(w.FiresOf(1).at(0).value, 11);
+  EXPECT_EQ(w.FiresOf(2).at(0).value, 22);
+  EXPECT_EQ(w.wheel().stats().moved, 2u);
+}
+
+// The session-idle pattern: touched every tick, it never fires until the
+// touches stop, however many rotations that spans.
+TEST(S3Move, RepeatedLaterMovesAcrossManyCircles) {
+  ManualWheel w(4);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, 5 * kInterval).ok());
+  for (int i = 0; i < 60; ++i) {
+    w.Tick();
+    ASSERT_TRUE(w.wheel().MoveTimer(1, 5 * kInterval).ok());
+  }
+  EXPECT_TRUE(w.fires().empty());
+  w.Tick(4);
+  EXPECT_TRUE(w.fires().empty());
+  w.Tick();
+  EXPECT_EQ(w.FireTick(1), 65);
+}
+
+TEST(S3Move, AlternatingLaterAndEarlierMoves) {
+  ManualWheel w(4);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, 2 * kInterval).ok());
+  // Moves between ticks: 17, 3, 25, 1.5, 9, 6 intervals from the time of
+  // each move; the last one counts.
+  const double delays[] = {17, 3, 25, 1.5, 9, 6};
+  for (double d : delays) {
+    ASSERT_TRUE(w.wheel().MoveTimer(1, kInterval * d).ok());
+  }
+  w.Tick(1);
+  // Now from tick 1: far (3 circles), then near, then far again.
+  for (double d : {13.0, 2.0, 21.0, 11.0}) {
+    ASSERT_TRUE(w.wheel().MoveTimer(1, kInterval * d).ok());
+  }
+  w.Tick(30);
+  EXPECT_EQ(w.FireTick(1), 12);
+  EXPECT_EQ(w.FiresOf(1).at(0).value, 1);
+}
+
+TEST(S3Move, AbsentKeyIsANoOp) {
+  ManualWheel w(8);
+  EXPECT_TRUE(w.wheel().MoveTimer(42, kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+  w.Tick();
+  EXPECT_TRUE(w.wheel().MoveTimer(1, kInterval).ok());  // already fired
+  ASSERT_TRUE(w.wheel().SetTimer(2, 2, kInterval).ok());
+  ASSERT_TRUE(w.wheel().RemoveTimer(2).ok());
+  EXPECT_TRUE(w.wheel().MoveTimer(2, kInterval).ok());  // removed
+  w.Tick(10);
+  EXPECT_EQ(w.fires().size(), 1u);
+  EXPECT_EQ(w.wheel().stats().moved, 0u);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// A deterministic random walk of Set/Move/Remove over a few keys on a tiny
+// wheel, compared tick by tick with a model of api.md S1-S4.
+TEST(S3Move, RandomOpsMatchModelExactly) {
+  for (int num_slots : {1, 3, 4, 8}) {
+    SCOPED_TRACE(absl::StrCat("num_slots ", num_slots));
+    ManualWheel w(num_slots);
+    std::mt19937 rng(1234 + num_slots);
+    struct Entry {
+      int value;
+      int due;
+    };
+    std::map<int, Entry> model;
+    std::vector<Fire> expected;
+    int next_value = 1;
+    for (int tick = 1; tick <= 300; ++tick) {
+      const int ops = static_cast<int>(rng() % 4);
+      for (int i = 0; i < ops; ++i) {
+        const int key = static_cast<int>(rng() % 12);
+        // Delays from a tenth of an interval to 30 intervals (~4 circles of
+        // an 8-slot wheel), fractional half the time. Whole tenths keep the
+        // durations exact.
+        int tenths = 1 + static_cast<int>(rng() % 300);
+        if (rng() % 2 == 0) tenths = std::max(10, tenths / 10 * 10);
+        const absl::Duration delay = kInterval * tenths / 10;
+        const int delay_ticks = (tenths + 9) / 10;
+        const int now = tick - 1;
+        switch (rng() % 3) {
+          case 0: {
+            const int v = next_value++;
+            ASSERT_TRUE(w.wheel().SetTimer(key, v, delay).ok());
+            model[key] = {v, now + delay_ticks};
+            break;
+          }
+          case 1:
+            ASSERT_TRUE(w.wheel().MoveTimer(key, delay).ok());
+            if (auto it = model.find(key); it != model.end()) {
+              it->second.due = now + delay_ticks;
+            }
+            break;
+          default:
+            ASSERT_TRUE(w.wheel().RemoveTimer(key).ok());
+            model.erase(key);
+        }
+      }
+      w.Tick();
+      for (auto it = model.begin(); it != model.end();) {
+        if (it->second.due == tick) {
+          expected.push_back({tick, it->first, it->second.value, {}});
+          it = model.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    auto key_of = [](const Fire& f) {
+      return std::make_tuple(f.tick, f.key, f.value);
+    };
+    std::vector<std::tuple<int, int, int>> want, got;
+    for (const Fire& f : expected) want.push_back(key_of(f));
+    for (const Fire& f : w.fires()) got.push_back(key_of(f));
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want);
+    Vec rest;
+    for (const auto& [k, e] : model) rest.push_back({k, e.value});
+    EXPECT_EQ(StopSorted(w.wheel()), rest);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// S4: RemoveTimer.
+
+TEST(S4Remove, PresentKeyNeverFires) {
+  ManualWheel w(8);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, 3 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 2, 20 * kInterval).ok());
+  w.Tick(2);
+  ASSERT_TRUE(w.wheel().RemoveTimer(1).ok());
+  ASSERT_TRUE(w.wheel().RemoveTimer(2).ok());
+  w.Tick(30);
+  EXPECT_TRUE(w.fires().empty());
+  EXPECT_EQ(w.wheel().stats().removed, 2u);
+  EXPECT_EQ(w.wheel().stats().pending, 0u);
+}
+
+TEST(S4Remove, AbsentKeyIsANoOpAndKeyCanBeSetAgain) {
+  ManualWheel w(8);
+  EXPECT_TRUE(w.wheel().RemoveTimer(5).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(5, 1, 2 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().RemoveTimer(5).ok());
+  EXPECT_TRUE(w.wheel().RemoveTimer(5).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(5, 2, 4 * kInterval).ok());
+  w.Tick(10);
+  ASSERT_EQ(w.FiresOf(5).size(), 1u);
+  EXPECT_EQ(w.FiresOf(5)[0].tick, 4);
+  EXPECT_EQ(w.FiresOf(5)[0].value, 2);
+  EXPECT_EQ(w.wheel().stats().removed, 1u);
+}
+
+// ---------------------------------------------------------------------------
+// S5: long delays.
+
+TEST(S5Long, ManyCirclesOnATinyWheel) {
+  ManualWheel w(4, nullptr, [] {
+    Options o;
+    o.interval = absl::Milliseconds(1);
+    return o;
+  }());
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, absl::Seconds(1)).ok());  // 250 circles
+  ASSERT_TRUE(w.wheel().SetTimer(2, 2, absl::Milliseconds(1001)).ok());
+  w.Tick(999);
+  EXPECT_TRUE(w.fires().empty());
+  w.Tick();
+  EXPECT_EQ(w.FireTick(1), 1000);
+  w.Tick();
+  EXPECT_EQ(w.FireTick(2), 1001);
+}
+
+// A day at a 1 s interval is 86,400 ticks: ticked through to the exact tick.
+TEST(S5Long, OneDayFiresOnItsTick) {
+  ManualWheel w(64, nullptr, [] {
+    Options o;
+    o.interval = absl::Seconds(1);
+    return o;
+  }());
+  const IntWheel& wheel = w.wheel();
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, absl::Hours(24)).ok());
+  ASSERT_TRUE(
+      w.wheel()
+          .SetTimer(2, 2, std::chrono::hours(24) + std::chrono::milliseconds(1))
+          .ok());
+  w.ticker().Tick(86399);  // in one call: no per-tick bookkeeping needed here
+  EXPECT_EQ(wheel.stats().fired, 0u);
+  w.Tick();
+  EXPECT_EQ(w.FireTick(1), 1);  // w counts from its own first Tick
+  EXPECT_EQ(wheel.stats().ticks, 86400u);
+  w.Tick();
+  EXPECT_EQ(w.FireTick(2), 2);
+}
+
+// Days and years at 1 ms: accepted, pending, not fired early, returned by
+// Stop; and they do not disturb short timers on the same wheel.
+TEST(S5Long, DaysAndYearsAtOneMillisecondDoNotOverflow) {
+  ManualWheel w(8, nullptr, [] {
+    Options o;
+    o.interval = absl::Milliseconds(1);
+    return o;
+  }());
+  IntWheel& wheel = w.wheel();
+  ASSERT_TRUE(wheel.SetTimer(1, 1, absl::Hours(24 * 3)).ok());
+  ASSERT_TRUE(wheel.SetTimer(2, 2, std::chrono::days(40)).ok());
+  ASSERT_TRUE(wheel.SetTimer(3, 3, absl::Hours(24 * 365 * 100)).ok());
+  ASSERT_TRUE(wheel.SetTimer(4, 4, std::chrono::hours::max()).ok());
+  ASSERT_TRUE(
+      wheel.SetTimer(5, 5, absl::Seconds(std::numeric_limits<int64_t>::max()))
+          .ok());
+  ASSERT_TRUE(wheel.SetTimer(6, 6, std::chrono::duration<double>(1e12)).ok());
+  ASSERT_TRUE(wheel.SetTimer(7, 7, absl::Hours(24 * 365 * 100)).ok());
+  ASSERT_TRUE(wheel.SetTimer(10, 10, absl::Milliseconds(3)).ok());
+  w.ticker().Tick(2);
+  w.Tick(1);
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{10}));
+  // A saturated timer moved near fires normally.
+  ASSERT_TRUE(wheel.MoveTimer(7, absl::Milliseconds(5)).ok());
+  w.Tick(5);
+  EXPECT_EQ(w.FireTick(7), 6);
+  w.ticker().Tick(10000);
+  EXPECT_EQ(wheel.stats().fired, 2u);
+  EXPECT_EQ(wheel.stats().pending, 6u);
+  EXPECT_EQ(StopSorted(wheel),
+            (Vec{{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}, {6, 6}}));
+}
+
+// A floating-point chrono delay too long for absl::Duration is still a
+// finite positive delay (S5: "any finite positive delay works"), like an
+// integer one (std::chrono::hours::max(), accepted above).
+// DISABLED: library bug, internal::ToDuration maps a floating duration beyond
+// absl::Duration's range to InfiniteDuration, so SetTimer/MoveTimer refuse it
+// with InvalidArgument; the integer branch saturates to a finite value.
+TEST(S5Long, DISABLED_HugeFloatingChronoDelayIsFinite) {
+  ManualWheel w(8);
+  using DSec = std::chrono::duration<double>;
+  EXPECT_TRUE(w.wheel().SetTimer(1, 1, DSec(1e30)).ok());
+  EXPECT_TRUE(
+      w.wheel().SetTimer(2, 2, DSec(std::numeric_limits<double>::max())).ok());
+  EXPECT_TRUE(w.wheel().SetTimer(3, 3, kInterval).ok());
+  EXPECT_TRUE(w.wheel().MoveTimer(3, DSec(1e30)).ok());
+  w.Tick(3);
+  EXPECT_TRUE(w.fires().empty());
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{1, 1}, {2, 2}, {3, 3}}));
+}
+
+// ---------------------------------------------------------------------------
+// S6: every accepted timer ends exactly one way.
+
+TEST(S6Accounting, MixedScenarioEndsEachTimerOnce) {
+  ManualWheel w(4);
+  IntWheel& wheel = w.wheel();
+  // Values are unique per SetTimer; track how each one ends.
+  int next = 1;
+  std::map<int, std::string> ended;  // value -> how
+  std::set<int> accepted;
+  auto set = [&](int key, int delay_ticks) {
+    const int v = next++;
+    ASSERT_TRUE(wheel.SetTimer(key, v, delay_ticks * kInterval).ok());
+    accepted.insert(v);
+  };
+  for (int k = 0; k < 40; ++k) set(k, 1 + k % 13);
+  for (int k = 0; k < 40; k += 4) set(k, 2 + k % 7);  // 10 superseded
+  for (int k = 1; k < 40; k += 5) ASSERT_TRUE(wheel.RemoveTimer(k).ok());  // 8
+  for (int k = 2; k < 40; k += 6)
+    ASSERT_TRUE(wheel.MoveTimer(k, 20 * kInterval).ok());
+  w.Tick(6);
+  ASSERT_TRUE(wheel.RemoveTimer(1000).ok());  // absent
+  for (int k = 40; k < 50; ++k) set(k, 30);
+  std::vector<std::pair<int, int>> drained;
+  absl::Mutex mu;
+  ASSERT_TRUE(wheel
+                  .Drain([&](int key, int value) {
+                    absl::MutexLock lock(&mu);
+                    drained.push_back({key, value});
+                  })
+                  .ok());
+  for (int k = 50; k < 60; ++k) set(k, 1 + k % 5);
+  w.Tick(3);
+  for (int k = 50; k < 60; k += 3) set(k, 40);  // some fired, some superseded
+  auto stopped = wheel.Stop();
+  ASSERT_TRUE(stopped.ok());
+
+  auto end = [&](int v, const std::string& how) {
+    auto [it, fresh] = ended.emplace(v, how);
+    EXPECT_TRUE(fresh) << "value " << v << " ended as " << it->second
+                       << " and as " << how;
+  };
+  for (const Fire& f : w.fires()) end(f.value, "fired");
+  for (const auto& [k, v] : drained) end(v, "drained");
+  for (const auto& [k, v] : *stopped) end(v, "stopped");
+  const Stats s = wheel.stats();
+  EXPECT_EQ(s.removed, 8u);
+  // Superseded and removed values never reach the test: everything else must.
+  EXPECT_EQ(ended.size() + s.superseded + s.removed, accepted.size());
+  for (const auto& [v, how] : ended) EXPECT_TRUE(accepted.contains(v)) << v;
+  EXPECT_EQ(s.fired, w.fires().size());
+  EXPECT_EQ(s.drained, drained.size());
+  EXPECT_EQ(s.pending, 0u);
+  EXPECT_GT(s.fired, 0u);
+  EXPECT_GT(drained.size(), 0u);
+  EXPECT_GT(stopped->size(), 0u);
+  // 10 before any tick, then keys 53 and 59 (still pending at tick 9; 50 and
+  // 56 had fired, so their Sets were fresh inserts).
+  EXPECT_EQ(s.superseded, 12u);
+}
+
+// ---------------------------------------------------------------------------
+// S7: Drain.
+
+TEST(S7Drain, EveryPresentEntryOnceOnDrainWorkersThenReturns) {
+  Options options = TestOptions();
+  options.drain_workers = 3;
+  ManualWheel w(16, nullptr, options);
+  IntWheel& wheel = w.wheel();
+  constexpr int kN = 1000;
+  for (int k = 0; k < kN; ++k) {
+    ASSERT_TRUE(wheel.SetTimer(k, k * 3, (5 + k % 50) * kInterval).ok());
+  }
+  w.Tick(5);  // keys with k % 50 == 0 fired: 20 of them
+  ASSERT_EQ(w.fires().size(), 20u);
+
+  absl::Mutex mu;
+  std::map<int, int> seen;  // key -> value
+  int duplicates = 0;
+  std::set<std::thread::id> threads;
+  std::atomic<int> calls{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  ASSERT_TRUE(wheel
+                  .Drain([&](int key, int value) {
+                    // Slow enough that returning early would be visible.
+                    if (key % 100 == 7) absl::SleepFor(absl::Milliseconds(2));
+                    absl::MutexLock lock(&mu);
+                    if (!seen.emplace(key, value).second) ++duplicates;
+                    threads.insert(std::this_thread::get_id());
+                    calls.fetch_add(1);
+                  })
+                  .ok());
+  // Drain has returned: every call is done.
+  EXPECT_EQ(calls.load(), kN - 20);
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(duplicates, 0);
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kN - 20));
+    for (const auto& [k, v] : seen) {
+      EXPECT_NE(k % 50, 0);
+      EXPECT_EQ(v, k * 3);
+    }
+    EXPECT_FALSE(threads.contains(caller));
+    EXPECT_GE(threads.size(), 1u);
+    EXPECT_LE(threads.size(), 3u);
+  }
+  // Nothing drained fires later. (Stats are read after a tick: they are
+  // published per tick and may lag a Drain.)
+  w.Tick(60);
+  EXPECT_EQ(w.fires().size(), 20u);
+  EXPECT_EQ(wheel.stats().drained, static_cast<uint64_t>(kN - 20));
+}
+
+TEST(S7Drain, EntriesSetAfterwardsAreKept) {
+  ManualWheel w(8);
+  IntWheel& wheel = w.wheel();
+  ASSERT_TRUE(wheel.SetTimer(1, 1, 3 * kInterval).ok());
+  std::atomic<int> drained{0};
+  ASSERT_TRUE(wheel.Drain([&](int, int) { drained.fetch_add(1); }).ok());
+  EXPECT_EQ(drained.load(), 1);
+  ASSERT_TRUE(wheel.SetTimer(1, 2, 3 * kInterval).ok());
+  ASSERT_TRUE(wheel.SetTimer(2, 3, 2 * kInterval).ok());
+  w.Tick(5);
+  EXPECT_EQ(w.FireTick(1), 3);
+  EXPECT_EQ(w.FiresOf(1).at(0).value, 2);
+  EXPECT_EQ(w.FireTick(2), 2);
+  // An empty wheel drains to nothing, successfully.
+  ASSERT_TRUE(wheel.Drain([&](int, int) { drained.fetch_add(1); }).ok());
+  EXPECT_EQ(drained.load(), 1);
+}
+
+TEST(S7Drain, SingleDrainWorkerUsesOneThread) {
+  Options options = TestOptions();
+  options.drain_workers = 1;
+  ManualWheel w(8, nullptr, options);
+  for (int k = 0; k < 500; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, absl::Hours(1)).ok());
+  }
+  absl::Mutex mu;
+  std::set<std::thread::id> threads;
+  int calls = 0;
+  ASSERT_TRUE(w.wheel()
+                  .Drain([&](int, int) {
+                    absl::MutexLock lock(&mu);
+                    threads.insert(std::this_thread::get_id());
+                    ++calls;
+                  })
+                  .ok());
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(calls, 500);
+  EXPECT_EQ(threads.size(), 1u);
+  EXPECT_FALSE(threads.contains(std::this_thread::get_id()));
+}
+
+// ---------------------------------------------------------------------------
+// S9: per-thread order.
+
+TEST(S9Order, OneThreadsCommandsApplyInOrder) {
+  ManualWheel w(8);
+  IntWheel& wheel = w.wheel();
+  // Set, Move, Remove, Set: only the last Set survives.
+  ASSERT_TRUE(wheel.SetTimer(1, 1, 5 * kInterval).ok());
+  ASSERT_TRUE(wheel.MoveTimer(1, 2 * kInterval).ok());
+  ASSERT_TRUE(wheel.RemoveTimer(1).ok());
+  ASSERT_TRUE(wheel.SetTimer(1, 2, 3 * kInterval).ok());
+  // Remove before Set: the Set wins. Set before Remove: nothing.
+  ASSERT_TRUE(wheel.RemoveTimer(2).ok());
+  ASSERT_TRUE(wheel.SetTimer(2, 20, 4 * kInterval).ok());
+  ASSERT_TRUE(wheel.SetTimer(3, 30, 4 * kInterval).ok());
+  ASSERT_TRUE(wheel.RemoveTimer(3).ok());
+  // Move before Set: no-op on an absent key, then the Set's own deadline.
+  ASSERT_TRUE(wheel.MoveTimer(4, kInterval).ok());
+  ASSERT_TRUE(wheel.SetTimer(4, 40, 6 * kInterval).ok());
+  // Set then Move: the Move's deadline.
+  ASSERT_TRUE(wheel.SetTimer(5, 50, 6 * kInterval).ok());
+  ASSERT_TRUE(wheel.MoveTimer(5, kInterval).ok());
+  w.Tick(10);
+  EXPECT_EQ(w.FireTick(1), 3);
+  EXPECT_EQ(w.FiresOf(1).at(0).value, 2);
+  EXPECT_EQ(w.FireTick(2), 4);
+  EXPECT_EQ(w.FireTick(3), -1);
+  EXPECT_EQ(w.FireTick(4), 6);
+  EXPECT_EQ(w.FireTick(5), 1);
+}
+
+// Several threads, each with its own keys and a long op sequence whose final
+// state is known only if that thread's order was kept. No thread but the
+// producers' own orders the commands, so the final state is read with Stop
+// (which applies every accepted command), not with a Tick.
+TEST(S9Order, ConcurrentThreadsEachKeepTheirOrder) {
+  ManualWheel w(8);
+  IntWheel& wheel = w.wheel();
+  constexpr int kThreads = 4, kKeys = 50, kRounds = 40;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&wheel, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        for (int i = 0; i < kKeys; ++i) {
+          const int key = t * 1000 + i;
+          EXPECT_TRUE(wheel.SetTimer(key, 2 * r, 100 * kInterval).ok());
+          EXPECT_TRUE(wheel.MoveTimer(key, (1 + i % 9) * kInterval).ok());
+          switch ((i + r) % 3) {
+            case 0:
+              EXPECT_TRUE(wheel.RemoveTimer(key).ok());
+              break;
+            case 1:
+              EXPECT_TRUE(wheel.RemoveTimer(key).ok());
+              EXPECT_TRUE(wheel.SetTimer(key, 2 * r + 1, kInterval).ok());
+              break;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Vec want;
+  constexpr int r = kRounds - 1;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kKeys; ++i) {
+      switch ((i + r) % 3) {
+        case 1:
+          want.push_back({t * 1000 + i, 2 * r + 1});
+          break;
+        case 2:
+          want.push_back({t * 1000 + i, 2 * r});
+          break;
+      }
+    }
+  }
+  EXPECT_EQ(StopSorted(wheel), want);
+  EXPECT_TRUE(w.fires().empty());
+}
+
+// ---------------------------------------------------------------------------
+// S10: callbacks.
+
+// Records the threads that hash keys: only the loop thread touches the map.
+std::atomic<bool> g_note_hash_threads{false};
+absl::Mutex g_hash_mu;
+std::set<std::thread::id>& HashThreads() {
+  static auto* threads = new std::set<std::thread::id>();
+  return *threads;
+}
+struct NotingHash {
+  size_t operator()(int key) const {
+    if (g_note_hash_threads.load()) {
+      absl::MutexLock lock(&g_hash_mu);
+      HashThreads().insert(std::this_thread::get_id());
+    }
+    return absl::Hash<int>()(key);
+  }
+};
+
+TEST(S10Callbacks, RunOffTheLoopAndCallerThreads) {
+  g_note_hash_threads.store(true);
+  auto ticker = std::make_shared<ManualTicker>();
+  absl::Mutex mu;
+  std::set<std::thread::id> callback_threads;
+  Options options = ManualOptions(ticker);
+  options.execute_workers = 3;
+  auto wheel =
+      TimingWheel<int, int, NotingHash>::Create(options, [&](int, int) {
+        absl::MutexLock lock(&mu);
+        callback_threads.insert(std::this_thread::get_id());
+      });
+  ASSERT_TRUE(wheel.ok());
+  for (int k = 0; k < 600; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, (1 + k % 3) * kInterval).ok());
+  }
+  ticker->Tick(3);
+  ASSERT_TRUE((*wheel)->Stop().ok());
+  g_note_hash_threads.store(false);
+  absl::MutexLock lock(&mu);
+  absl::MutexLock hash_lock(&g_hash_mu);
+  ASSERT_FALSE(HashThreads().empty());
+  ASSERT_FALSE(callback_threads.empty());
+  EXPECT_LE(callback_threads.size(), 3u);
+  EXPECT_FALSE(callback_threads.contains(std::this_thread::get_id()));
+  for (std::thread::id id : callback_threads) {
+    EXPECT_FALSE(HashThreads().contains(id))
+        << "a callback ran on a thread that hashes keys (the loop)";
+  }
+}
+
+// Real time: with one execute worker blocked in a callback, the loop still
+// applies commands and keeps ticking.
+TEST(S10Callbacks, SlowCallbackDoesNotBlockCommandsOrTicks) {
+  absl::Notification entered, release;
+  Options options;
+  options.interval = absl::Milliseconds(1);
+  options.num_slots = 16;
+  auto wheel = IntWheel::Create(options, [&](int key, int) {
+    if (key == 0) {
+      entered.Notify();
+      release.WaitForNotificationWithTimeout(kHangGuard);
+    }
+  });
+  ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE((*wheel)->SetTimer(0, 0, absl::Milliseconds(1)).ok());
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
+  const uint64_t ticks_before = (*wheel)->stats().ticks;
+  for (int k = 1; k <= 100; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Hours(1)).ok());
+  }
+  // A short timer keeps the loop waking up so ticks get published.
+  ASSERT_TRUE((*wheel)->SetTimer(1000, 0, absl::Milliseconds(50)).ok());
+  const absl::Time give_up = absl::Now() + kHangGuard;
+  while (((*wheel)->stats().pending < 100 ||
+          (*wheel)->stats().ticks < ticks_before + 20) &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const Stats s = (*wheel)->stats();
+  release.Notify();
+  EXPECT_GE(s.pending, 100u) << "commands not applied while a callback blocks";
+  EXPECT_GE(s.ticks, ticks_before + 20) << "ticks stalled behind a callback";
+}
+
+// Real time: with two execute workers, one blocked callback does not hold up
+// a timer that fires meanwhile.
+TEST(S10Callbacks, SlowCallbackOccupiesOnlyItsWorker) {
+  absl::Notification entered, release, fast_ran;
+  Options options;
+  options.interval = absl::Milliseconds(1);
+  options.num_slots = 16;
+  options.execute_workers = 2;
+  auto wheel = IntWheel::Create(options, [&](int key, int) {
+    if (key == 0) {
+      entered.Notify();
+      release.WaitForNotificationWithTimeout(kHangGuard);
+    } else {
+      fast_ran.Notify();
+    }
+  });
+  ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE((*wheel)->SetTimer(0, 0, absl::Milliseconds(1)).ok());
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
+  ASSERT_TRUE((*wheel)->SetTimer(1, 1, absl::Milliseconds(5)).ok());
+  const bool ran = fast_ran.WaitForNotificationWithTimeout(kHangGuard);
+  release.Notify();
+  EXPECT_TRUE(ran);
+}
+
+TEST(S10Callbacks, ReputPatternRunsNPeriods) {
+  constexpr int kPeriods = 25;
+  std::atomic<int> runs{0};
+  ManualWheel w(4, [&](IntWheel& wheel, int key, int value) {
+    runs.fetch_add(1);
+    if (value < kPeriods) {
+      EXPECT_TRUE(wheel.SetTimer(key, value + 1, 3 * kInterval).ok());
+    }
+  });
+  ASSERT_TRUE(w.wheel().SetTimer(7, 1, 3 * kInterval).ok());
+  w.Tick(3 * kPeriods + 10);
+  ASSERT_EQ(w.FiresOf(7).size(), static_cast<size_t>(kPeriods));
+  for (int i = 0; i < kPeriods; ++i) {
+    EXPECT_EQ(w.FiresOf(7)[i].tick, 3 * (i + 1));
+    EXPECT_EQ(w.FiresOf(7)[i].value, i + 1);
+  }
+  EXPECT_EQ(runs.load(), kPeriods);
+}
+
+TEST(S10Callbacks, ThrowingCallbackIsCaughtAndCounted) {
+  ManualWheel w(8, [](IntWheel&, int key, int) {
+    if (key == 1) throw std::runtime_error("boom");
+    if (key == 2) throw 42;
+  });
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 2, kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(3, 3, kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(4, 4, 2 * kInterval).ok());
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(w.wheel().stats().callback_exceptions, 2u);
+  // Still working, same worker pool.
+  w.Tick();
+  EXPECT_EQ(w.FireTick(4), 2);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+  w.Tick();
+  EXPECT_EQ(w.FiresOf(1).size(), 2u);
+  EXPECT_EQ(w.wheel().stats().callback_exceptions, 3u);
+}
+
+TEST(S10Callbacks, ThrowingDrainFnDoesNotLoseOtherEntries) {
+  ManualWheel w(8);
+  for (int k = 0; k < 200; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, absl::Hours(1)).ok());
+  }
+  std::atomic<int> calls{0};
+  ASSERT_TRUE(w.wheel()
+                  .Drain([&](int key, int) {
+                    calls.fetch_add(1);
+                    if (key % 10 == 0) throw std::runtime_error("drain");
+                  })
+                  .ok());
+  EXPECT_EQ(calls.load(), 200);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// ---------------------------------------------------------------------------
+// Types: move-only values, string keys, user struct keys, custom Hash/Eq.
+
+TEST(Types, MoveOnlyValues) {
+  using W = TimingWheel<int, std::unique_ptr<std::string>>;
+  auto ticker = std::make_shared<ManualTicker>();
+  absl::Mutex mu;
+  std::map<int, std::string> fired;
+  auto wheel = W::Create(ManualOptions(ticker),
+                         [&](int key, std::unique_ptr<std::string> v) {
+                           absl::MutexLock lock(&mu);
+                           fired[key] = v ? *v : "<null>";
+                         });
+  ASSERT_TRUE(wheel.ok());
+  W& w = **wheel;
+  ASSERT_TRUE(
+      w.SetTimer(1, std::make_unique<std::string>("a"), kInterval).ok());
+  ASSERT_TRUE(
+      w.SetTimer(1, std::make_unique<std::string>("b"), kInterval).ok());
+  ASSERT_TRUE(
+      w.SetTimer(2, std::make_unique<std::string>("c"), 2 * kInterval).ok());
+  ASSERT_TRUE(
+      w.SetTimer(3, std::make_unique<std::string>("d"), 9 * kInterval).ok());
+  ASSERT_TRUE(
+      w.SetTimer(4, std::make_unique<std::string>("e"), 9 * kInterval).ok());
+  ASSERT_TRUE(w.SetTimer(5, nullptr, kInterval).ok());
+  ticker->Tick();
+  std::vector<std::string> drained;
+  ASSERT_TRUE(w.Drain([&](int key, std::unique_ptr<std::string> v) {
+                 if (key == 2) {
+                   absl::MutexLock lock(&mu);
+                   drained.push_back(*v);
+                 }
+               }).ok());
+  ASSERT_TRUE(
+      w.SetTimer(3, std::make_unique<std::string>("f"), 9 * kInterval).ok());
+  auto stopped = w.Stop();
+  ASSERT_TRUE(stopped.ok());
+  ASSERT_EQ(stopped->size(), 1u);
+  EXPECT_EQ((*stopped)[0].first, 3);
+  EXPECT_EQ(*(*stopped)[0].second, "f");
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(fired, (std::map<int, std::string>{{1, "b"}, {5, "<null>"}}));
+  EXPECT_EQ(drained, (std::vector<std::string>{"c"}));
+}
+
+TEST(Types, StringKeys) {
+  using W = TimingWheel<std::string, int>;
+  auto ticker = std::make_shared<ManualTicker>();
+  absl::Mutex mu;
+  std::vector<std::string> fired;
+  auto wheel = W::Create(ManualOptions(ticker), [&](std::string key, int) {
+    absl::MutexLock lock(&mu);
+    fired.push_back(key);
+  });
+  ASSERT_TRUE(wheel.ok());
+  W& w = **wheel;
+  const std::string long_key(300, 'x');
+  ASSERT_TRUE(w.SetTimer("session-1", 1, 2 * kInterval).ok());
+  ASSERT_TRUE(w.SetTimer(std::string("session-2"), 2, 2 * kInterval).ok());
+  ASSERT_TRUE(w.SetTimer(long_key, 3, kInterval).ok());
+  ASSERT_TRUE(w.SetTimer("", 4, kInterval).ok());
+  ASSERT_TRUE(w.MoveTimer("session-1", 20 * kInterval).ok());
+  ASSERT_TRUE(w.RemoveTimer("session-2").ok());
+  ticker->Tick(3);
+  auto stopped = w.Stop();
+  ASSERT_TRUE(stopped.ok());
+  absl::MutexLock lock(&mu);
+  std::sort(fired.begin(), fired.end());
+  EXPECT_EQ(fired, (std::vector<std::string>{"", long_key}));
+  EXPECT_EQ(*stopped,
+            (std::vector<std::pair<std::string, int>>{{"session-1", 1}}));
+}
+
+struct Endpoint {
+  std::string host;
+  int port;
+  bool operator==(const Endpoint& o) const {
+    return host == o.host && port == o.port;
+  }
+  bool operator<(const Endpoint& o) const {
+    return std::tie(host, port) < std::tie(o.host, o.port);
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const Endpoint& e) {
+    return H::combine(std::move(h), e.host, e.port);
+  }
+};
+
+TEST(Types, UserStructKeyWithAbslHashValue) {
+  using W = TimingWheel<Endpoint, int>;
+  auto ticker = std::make_shared<ManualTicker>();
+  absl::Mutex mu;
+  std::vector<std::pair<Endpoint, int>> fired;
+  auto wheel = W::Create(ManualOptions(ticker), [&](Endpoint key, int v) {
+    absl::MutexLock lock(&mu);
+    fired.push_back({key, v});
+  });
+  ASSERT_TRUE(wheel.ok());
+  W& w = **wheel;
+  ASSERT_TRUE(w.SetTimer({"a", 1}, 1, kInterval).ok());
+  ASSERT_TRUE(w.SetTimer({"a", 2}, 2, kInterval).ok());
+  ASSERT_TRUE(w.SetTimer({"b", 1}, 3, kInterval).ok());
+  ASSERT_TRUE(w.SetTimer({"a", 1}, 4, kInterval).ok());  // same key: replace
+  ASSERT_TRUE(w.RemoveTimer({"a", 2}).ok());
+  ticker->Tick();
+  absl::MutexLock lock(&mu);
+  std::sort(fired.begin(), fired.end());
+  EXPECT_EQ(fired, (std::vector<std::pair<Endpoint, int>>{{{"a", 1}, 4},
+                                                          {{"b", 1}, 3}}));
+}
+
+// Hash and Eq given as template arguments, here case-insensitive.
+struct CaseInsensitiveHash {
+  size_t operator()(const std::string& s) const {
+    return absl::Hash<std::string>()(absl::AsciiStrToLower(s));
+  }
+};
+struct CaseInsensitiveEq {
+  bool operator()(const std::string& a, const std::string& b) const {
+    return absl::AsciiStrToLower(a) == absl::AsciiStrToLower(b);
+  }
+};
+
+TEST(Types, CustomHashAndEq) {
+  using W =
+      TimingWheel<std::string, int, CaseInsensitiveHash, CaseInsensitiveEq>;
+  auto ticker = std::make_shared<ManualTicker>();
+  std::atomic<int> fires{0}, last{0};
+  auto wheel = W::Create(ManualOptions(ticker), [&](std::string, int v) {
+    fires.fetch_add(1);
+    last.store(v);
+  });
+  ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE((*wheel)->SetTimer("Key", 1, kInterval).ok());
+  ASSERT_TRUE((*wheel)->SetTimer("KEY", 2, 2 * kInterval).ok());
+  ASSERT_TRUE((*wheel)->MoveTimer("key", 3 * kInterval).ok());
+  ticker->Tick(2);
+  EXPECT_EQ(fires.load(), 0);
+  ticker->Tick();
+  EXPECT_EQ(fires.load(), 1);
+  EXPECT_EQ(last.load(), 2);
+}
+
+TEST(Types, ChronoOverloads) {
+  ManualWheel w(8);
+  IntWheel& wheel = w.wheel();  // interval 10 ms
+  ASSERT_TRUE(wheel.SetTimer(1, 1, std::chrono::milliseconds(30)).ok());
+  ASSERT_TRUE(wheel.SetTimer(2, 2, std::chrono::seconds(1)).ok());
+  ASSERT_TRUE(
+      wheel.SetTimer(3, 3, std::chrono::duration<double, std::milli>(15)).ok());
+  ASSERT_TRUE(wheel.SetTimer(4, 4, std::chrono::duration<double>(0.0001)).ok());
+  ASSERT_TRUE(wheel.SetTimer(5, 5, std::chrono::microseconds(40001)).ok());
+  ASSERT_TRUE(wheel.SetTimer(6, 6, std::chrono::nanoseconds(1)).ok());
+  ASSERT_TRUE(wheel.SetTimer(7, 7, std::chrono::minutes(1)).ok());
+  ASSERT_TRUE(wheel.MoveTimer(7, std::chrono::duration<float>(0.07f)).ok());
+  ASSERT_TRUE(wheel.SetTimer(8, 8, std::chrono::hours(1)).ok());
+  ASSERT_TRUE(wheel.MoveTimer(8, std::chrono::milliseconds(90)).ok());
+  w.Tick(101);
+  EXPECT_EQ(w.FireTick(1), 3);
+  EXPECT_EQ(w.FireTick(2), 100);
+  EXPECT_EQ(w.FireTick(3), 2);
+  EXPECT_EQ(w.FireTick(4), 1);
+  EXPECT_EQ(w.FireTick(5), 5);
+  EXPECT_EQ(w.FireTick(6), 1);
+  // 0.07f is 70.0000003 ms: never early means tick 8, not 7.
+  EXPECT_EQ(w.FireTick(7), 8);
+  EXPECT_EQ(w.FireTick(8), 9);
+}
+
+}  // namespace
+}  // namespace timingwheel
