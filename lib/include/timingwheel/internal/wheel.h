@@ -49,9 +49,10 @@ class ManualStorage {
 // Wheel<K, V> maps each key to one pending timer with a deadline in ticks.
 //
 // Layout: entries live in a chunked pool and link into per-slot doubly linked
-// lists by 32-bit index; the key map is a flat set of entry indices hashed by
-// the entry's key, so the key is stored once. For 8-byte keys and values an
-// entry is 32 bytes and the map about 10 more.
+// lists by 32-bit index. The key map is a flat set of (entry index, 32-bit
+// key hash) pairs, so the key is stored once (in the entry), and growing the
+// map rehashes from the stored hashes without reading a single entry. For
+// 8-byte keys and values an entry is 32 bytes and the map 9 to 18 more.
 //
 // Placement: an entry with deadline D belongs in slot D % num_slots; the
 // cursor visits that slot at tick D, and at earlier visits (D further than a
@@ -77,17 +78,20 @@ class Wheel {
       : num_slots_(num_slots),
         hash_(std::move(hash)),
         eq_(std::move(eq)),
-        index_(0, IndexHash{this}, IndexEq{this}),
+        index_(0, IndexHash{}, IndexEq{this}),
         heads_(num_slots, kNil),
         mins_(num_slots, kNever),
         hot_((num_slots + 63) / 64, 0) {}
 
   ~Wheel() {
-    for (std::uint32_t i : index_) DestroyEntry(At(i));
+    for (const IndexSlot& s : index_) DestroyEntry(At(s.entry));
   }
 
   Wheel(const Wheel&) = delete;
   Wheel& operator=(const Wheel&) = delete;
+
+  // Makes room for n timers in the map (no rehash below that).
+  void Reserve(std::size_t n) { index_.reserve(n); }
 
   // Ticks processed so far.
   std::uint64_t now() const { return now_; }
@@ -103,21 +107,22 @@ class Wheel {
     deadline = Clamp(deadline);
     ReserveEntry();  // may throw bad_alloc before anything changes
     bool inserted = false;
-    auto it = index_.lazy_emplace(KeyRef{&key}, [&](const auto& construct) {
+    const KeyRef ref = Ref(key);
+    auto it = index_.lazy_emplace(ref, [&](const auto& construct) {
       inserted = true;
       std::uint32_t i = AllocateEntry();
       Entry& e = At(i);
       e.key.Construct(std::move(key));
       e.value.Construct(std::move(value));
       e.deadline = deadline;
-      construct(i);
+      construct(IndexSlot{i, ref.hash});
       Link(i, Slot(deadline));
     });
     if (inserted) return false;
-    Entry& e = At(*it);
+    Entry& e = At(it->entry);
     e.value.Destroy();
     e.value.Construct(std::move(value));
-    Reschedule(*it, deadline);
+    Reschedule(it->entry, deadline);
     return true;
   }
 
@@ -125,17 +130,17 @@ class Wheel {
   // value. Returns false if the key is absent. A later deadline costs one map
   // probe and one write; an earlier one also relinks the entry.
   bool Move(const K& key, std::uint64_t deadline) {
-    auto it = index_.find(KeyRef{&key});
+    auto it = index_.find(Ref(key));
     if (it == index_.end()) return false;
-    Reschedule(*it, Clamp(deadline));
+    Reschedule(it->entry, Clamp(deadline));
     return true;
   }
 
   // Removes a present key; its value is destroyed. Returns false if absent.
   bool Remove(const K& key) {
-    auto it = index_.find(KeyRef{&key});
+    auto it = index_.find(Ref(key));
     if (it == index_.end()) return false;
-    std::uint32_t i = *it;
+    const std::uint32_t i = it->entry;
     index_.erase(it);
     Unlink(i);
     DestroyEntry(At(i));
@@ -145,9 +150,23 @@ class Wheel {
 
   // The deadline of a present key, or nullopt.
   std::optional<std::uint64_t> DeadlineOf(const K& key) const {
-    auto it = index_.find(KeyRef{&key});
+    auto it = index_.find(Ref(key));
     if (it == index_.end()) return std::nullopt;
-    return At(*it).deadline;
+    return At(it->entry).deadline;
+  }
+
+  // Batch hints, no effect on state. A loop applying a batch of commands
+  // calls PrefetchBuckets for a command a few places ahead and PrefetchEntry
+  // for one nearer, so the cache misses of several commands overlap instead
+  // of each command waiting on bucket, then entry, in turn.
+  void PrefetchBuckets(const K& key) const { index_.prefetch(Ref(key)); }
+  // Finds the key's entry by its stored 32-bit hash alone (the entry is not
+  // read, so a collision at worst prefetches the wrong entry).
+  void PrefetchEntry(const K& key) const {
+    KeyRef ref = Ref(key);
+    ref.hash_only = true;
+    auto it = index_.find(ref);
+    if (it != index_.end()) __builtin_prefetch(&At(it->entry), 1);
   }
 
   // The first tick after now() at which some timer may fire, or kNever when
@@ -190,8 +209,8 @@ class Wheel {
   // O(size + num_slots).
   template <typename Sink>
   void TakeAll(Sink&& sink) {
-    for (std::uint32_t i : index_) {
-      Entry& e = At(i);
+    for (const IndexSlot& s : index_) {
+      Entry& e = At(s.entry);
       sink(std::move(e.key.Get()), std::move(e.value.Get()));
       DestroyEntry(e);
     }
@@ -206,7 +225,7 @@ class Wheel {
   // Bytes the wheel holds: pool chunks, map table and slot arrays.
   std::size_t MemoryBytes() const {
     return chunks_.size() * kChunkSize * sizeof(Entry) +
-           index_.capacity() * (sizeof(std::uint32_t) + 1) +
+           index_.capacity() * (sizeof(IndexSlot) + 1) +
            heads_.capacity() * sizeof(std::uint32_t) +
            mins_.capacity() * sizeof(std::uint64_t) +
            hot_.capacity() * sizeof(std::uint64_t) +
@@ -233,26 +252,43 @@ class Wheel {
     ManualStorage<V> value;
   };
 
-  // A key to look up, as opposed to an entry index already in the map.
+  // What the map stores: the entry, and its key's hash folded to 32 bits.
+  struct IndexSlot {
+    std::uint32_t entry;
+    std::uint32_t hash;
+  };
+  // A key to look up, hashed once per operation.
   struct KeyRef {
     const K* key;
+    std::uint32_t hash;
+    bool hash_only = false;  // for PrefetchEntry: match on hash alone
   };
+  KeyRef Ref(const K& key) const {
+    const std::uint64_t h = hash_(key);
+    return KeyRef{&key, static_cast<std::uint32_t>(h ^ (h >> 32))};
+  }
+  // The map hashes the folded hash again, so that stored slots and looked-up
+  // keys agree and probe positions stay well spread.
   struct IndexHash {
     using is_transparent = void;
-    const Wheel* wheel;
-    std::size_t operator()(std::uint32_t i) const {
-      return wheel->hash_(wheel->At(i).key.Get());
+    std::size_t operator()(IndexSlot s) const {
+      return absl::Hash<std::uint32_t>()(s.hash);
     }
-    std::size_t operator()(KeyRef k) const { return wheel->hash_(*k.key); }
+    std::size_t operator()(KeyRef k) const {
+      return absl::Hash<std::uint32_t>()(k.hash);
+    }
   };
   struct IndexEq {
     using is_transparent = void;
     const Wheel* wheel;
-    bool operator()(std::uint32_t a, std::uint32_t b) const { return a == b; }
-    bool operator()(std::uint32_t a, KeyRef k) const {
-      return wheel->eq_(wheel->At(a).key.Get(), *k.key);
+    bool operator()(IndexSlot a, IndexSlot b) const {
+      return a.entry == b.entry;
     }
-    bool operator()(KeyRef k, std::uint32_t a) const { return (*this)(a, k); }
+    bool operator()(IndexSlot a, KeyRef k) const {
+      return a.hash == k.hash &&
+             (k.hash_only || wheel->eq_(wheel->At(a.entry).key.Get(), *k.key));
+    }
+    bool operator()(KeyRef k, IndexSlot a) const { return (*this)(a, k); }
   };
 
   Entry& At(std::uint32_t i) {
@@ -364,7 +400,7 @@ class Wheel {
       const std::uint32_t next = e.next;
       if (e.deadline <= tick) {
         Unlink(i);
-        index_.erase(i);
+        index_.erase(Ref(e.key.Get()));
         sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
         DestroyEntry(e);
         FreeEntry(i);
@@ -415,7 +451,7 @@ class Wheel {
   std::uint32_t used_ = 0;  // entries ever handed out from chunks_
   std::uint32_t free_head_ = kNil;
 
-  absl::flat_hash_set<std::uint32_t, IndexHash, IndexEq> index_;
+  absl::flat_hash_set<IndexSlot, IndexHash, IndexEq> index_;
 
   std::vector<std::uint32_t> heads_;  // first entry of each slot, or kNil
   std::vector<std::uint64_t> mins_;   // lower bound of each slot's deadlines
