@@ -1,0 +1,251 @@
+// api.md S1 and S11 against the real clock. Every bound here is generous:
+// these tests catch early firing, skipped or drifting ticks and a spinning
+// loop, and never decide how fast the library is.
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/hash/hash.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "timingwheel/timing_wheel.h"
+
+namespace timingwheel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Nanos = std::chrono::nanoseconds;
+
+constexpr absl::Duration kHangGuard = absl::Seconds(20);
+
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<Nanos>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Process CPU time (all threads), in seconds.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Fire times (steady clock, ns) per key, for keys 0..n-1.
+class FireTimes {
+ public:
+  explicit FireTimes(int n) : times_(n) {}
+  void Record(int key) {
+    const std::int64_t now = NowNs();
+    absl::MutexLock lock(&mu_);
+    times_.at(key).push_back(now);
+    ++count_;
+  }
+  // Waits until `n` fires are recorded or kHangGuard passes.
+  bool WaitFor(int n) {
+    absl::MutexLock lock(&mu_);
+    auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return count_ >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&reached), kHangGuard);
+  }
+  std::vector<std::vector<std::int64_t>> Get() {
+    absl::MutexLock lock(&mu_);
+    return times_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::vector<std::int64_t>> times_ ABSL_GUARDED_BY(mu_);
+  int count_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+Options RealOptions(int num_slots, int execute_workers = 1) {
+  Options options;
+  options.interval = absl::Milliseconds(1);
+  options.num_slots = num_slots;
+  options.execute_workers = execute_workers;
+  return options;
+}
+
+// S1 with real time: a timer never fires before (time of the call) + delay.
+// The earliest legal fire time is bounded below by the steady clock read
+// just before the call, because the wheel reads "now" inside the call.
+TEST(RealTime, NeverEarlyAgainstTheClock) {
+  constexpr int kKeys = 300;
+  FireTimes fires(kKeys);
+  auto wheel = TimingWheel<int, int>::Create(
+      RealOptions(16, 2), [&](int key, int) { fires.Record(key); });
+  ASSERT_TRUE(wheel.ok());
+  std::mt19937 rng(7);
+  // Per key, the lower bound of its deadline: the smaller of the Set's and
+  // the Move's, since the Move may be applied after the Set already fired...
+  // except that a Move to later cannot make an already-applied Set fire
+  // earlier, so min() is a sound (if loose) bound either way.
+  std::vector<std::int64_t> earliest(kKeys);
+  for (int k = 0; k < kKeys; ++k) {
+    // 50 us .. 80 ms: sub-interval, fractional, and up to 5 rotations.
+    const absl::Duration delay = absl::Microseconds(50 + rng() % 80000);
+    const std::int64_t start = NowNs();
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, delay).ok());
+    earliest[k] = start + absl::ToInt64Nanoseconds(delay);
+    if (k % 37 == 0) absl::SleepFor(absl::Microseconds(1300));  // vary phase
+  }
+  for (int k = 0; k < kKeys; k += 3) {
+    const absl::Duration delay = absl::Microseconds(100 + rng() % 40000);
+    const std::int64_t start = NowNs();
+    ASSERT_TRUE((*wheel)->MoveTimer(k, delay).ok());
+    earliest[k] =
+        std::min(earliest[k], start + absl::ToInt64Nanoseconds(delay));
+  }
+  ASSERT_TRUE(fires.WaitFor(kKeys));
+  const auto times = fires.Get();
+  for (int k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(times[k].size(), 1u) << "key " << k;
+    EXPECT_GE(times[k][0], earliest[k])
+        << "key " << k << " fired " << (earliest[k] - times[k][0]) / 1000.0
+        << " us early";
+  }
+  EXPECT_EQ((*wheel)->stats().fired, static_cast<std::uint64_t>(kKeys));
+}
+
+// Many 1 ms ticks: a timer on every one of the first 1000 ticks fires, none
+// early, and the wheel's tick count follows the clock (not fewer ticks than
+// elapsed time allows would mean drift; more would mean running ahead).
+TEST(RealTime, EveryTickAtOneMillisecondFires) {
+  constexpr int kKeys = 1000;
+  FireTimes fires(kKeys);
+  const std::int64_t before_create = NowNs();
+  auto wheel = TimingWheel<int, int>::Create(
+      RealOptions(64), [&](int key, int) { fires.Record(key); });
+  ASSERT_TRUE(wheel.ok());
+  const std::int64_t t0 = NowNs();
+  for (int k = 0; k < kKeys; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Milliseconds(k + 1)).ok());
+  }
+  ASSERT_TRUE(fires.WaitFor(kKeys));
+  const std::int64_t all_fired = NowNs();
+  const auto times = fires.Get();
+  for (int k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(times[k].size(), 1u) << "key " << k;
+    EXPECT_GE(times[k][0], t0 + (k + 1) * 1000000LL) << "key " << k;
+  }
+  const Stats s = (*wheel)->stats();
+  EXPECT_GE(s.ticks, static_cast<std::uint64_t>(kKeys));
+  EXPECT_LE(s.ticks, static_cast<std::uint64_t>(
+                         (NowNs() - before_create) / 1000000 + 1));
+  // Generous: 1 s of timers done within 1 s + 5 s.
+  EXPECT_LT(all_fired - t0, 6'000'000'000LL);
+}
+
+// A hash that stalls the loop thread once, for kStall, when it first hashes
+// kStallKey: the loop falls behind the clock and must catch up.
+constexpr int kStallKey = -1;
+constexpr absl::Duration kStall = absl::Seconds(1);
+std::atomic<bool> g_stall_armed{false};
+struct StallingHash {
+  std::size_t operator()(int key) const {
+    if (key == kStallKey && g_stall_armed.exchange(false)) {
+      absl::SleepFor(kStall);
+    }
+    return absl::Hash<int>()(key);
+  }
+};
+
+// Drift-free catch-up: ticks missed while the loop was stalled are run back
+// to back (every timer due then fires, none early), and later ticks stay on
+// the absolute schedule start + j * interval rather than shifting by the
+// stall. A wheel that counted ticks from its last wake-up would fire the
+// 1.5 s timer about 2.5 s after the start.
+TEST(RealTime, CatchesUpAfterAStallWithoutDrift) {
+  constexpr int kEarly = 50;  // due during the stall: 10, 20, ... 500 ms
+  FireTimes fires(kEarly + 1);
+  auto wheel = TimingWheel<int, int, StallingHash>::Create(
+      RealOptions(32), [&](int key, int) {
+        if (key != kStallKey) fires.Record(key);
+      });
+  ASSERT_TRUE(wheel.ok());
+  const std::int64_t t0 = NowNs();
+  for (int k = 0; k < kEarly; ++k) {
+    ASSERT_TRUE(
+        (*wheel)->SetTimer(k, k, absl::Milliseconds(10 * (k + 1))).ok());
+  }
+  ASSERT_TRUE((*wheel)->SetTimer(kEarly, 0, absl::Milliseconds(1500)).ok());
+  g_stall_armed.store(true);
+  ASSERT_TRUE((*wheel)->SetTimer(kStallKey, 0, absl::Hours(1)).ok());
+  ASSERT_TRUE(fires.WaitFor(kEarly + 1));
+  const auto times = fires.Get();
+  for (int k = 0; k < kEarly; ++k) {
+    ASSERT_EQ(times[k].size(), 1u) << "key " << k;
+    EXPECT_GE(times[k][0], t0 + 10'000'000LL * (k + 1)) << "key " << k;
+  }
+  ASSERT_EQ(times[kEarly].size(), 1u);
+  EXPECT_GE(times[kEarly][0], t0 + 1'500'000'000LL);
+  EXPECT_LT(times[kEarly][0], t0 + 2'300'000'000LL)
+      << "ticks after the stall drifted by about the stall";
+}
+
+// S11: measures the process's CPU time over ~1 s of idling.
+double IdleCpuSeconds() {
+  absl::SleepFor(absl::Milliseconds(200));  // let start-up work settle
+  const double before = ProcessCpuSeconds();
+  absl::SleepFor(absl::Seconds(1));
+  return ProcessCpuSeconds() - before;
+}
+
+// A 1 ms wheel with nothing to do must sleep, not tick 1000 times a second.
+constexpr double kIdleCpuBound = 0.05;
+
+TEST(RealTime, IdleEmptyWheelUsesNoCpu) {
+  auto wheel =
+      TimingWheel<int, int>::Create(RealOptions(512, 4), [](int, int) {});
+  ASSERT_TRUE(wheel.ok());
+  EXPECT_LT(IdleCpuSeconds(), kIdleCpuBound);
+}
+
+// Timers far in the future on a small wheel (every slot is occupied, and
+// each is many rotations away): still asleep, not waking every rotation.
+TEST(RealTime, IdleWheelWithFarTimersUsesNoCpu) {
+  std::atomic<int> fired{0};
+  auto wheel = TimingWheel<int, int>::Create(
+      RealOptions(8), [&](int, int) { fired.fetch_add(1); });
+  ASSERT_TRUE(wheel.ok());
+  for (int k = 0; k < 1000; ++k) {
+    ASSERT_TRUE((*wheel)
+                    ->SetTimer(k, k, absl::Minutes(10) + absl::Milliseconds(k))
+                    .ok());
+  }
+  EXPECT_LT(IdleCpuSeconds(), kIdleCpuBound);
+  EXPECT_EQ(fired.load(), 0);
+  auto stopped = (*wheel)->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->size(), 1000u);
+}
+
+// After a burst of work the wheel goes back to sleep.
+TEST(RealTime, IdleAfterActivityUsesNoCpu) {
+  FireTimes fires(200);
+  auto wheel = TimingWheel<int, int>::Create(
+      RealOptions(16), [&](int key, int) { fires.Record(key); });
+  ASSERT_TRUE(wheel.ok());
+  for (int k = 0; k < 200; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Milliseconds(1 + k % 50)).ok());
+  }
+  ASSERT_TRUE(fires.WaitFor(200));
+  ASSERT_TRUE((*wheel)->SetTimer(1000, 0, absl::Hours(2)).ok());
+  EXPECT_LT(IdleCpuSeconds(), kIdleCpuBound);
+}
+
+}  // namespace
+}  // namespace timingwheel
