@@ -52,6 +52,13 @@ absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
   if constexpr (std::is_floating_point_v<Rep>) {
     const double seconds = std::chrono::duration<double>(d).count();
     if (std::isnan(seconds)) return absl::ZeroDuration();
+    if (std::isinf(seconds)) {
+      return seconds > 0 ? absl::InfiniteDuration() : -absl::InfiniteDuration();
+    }
+    // A finite duration too long for absl::Duration is still finite.
+    if (seconds >= 9.2e18) {
+      return absl::Seconds(std::numeric_limits<std::int64_t>::max());
+    }
     return absl::Seconds(seconds);
   } else {
     const absl::Duration r =
