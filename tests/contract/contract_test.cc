@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -19,14 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -40,6 +39,30 @@ using ::absl::StatusCode;
 constexpr absl::Duration kInterval = absl::Milliseconds(10);
 // Anything that a bug could turn into a hang waits at most this long.
 constexpr absl::Duration kHangGuard = absl::Seconds(20);
+
+// A one-shot event. The tests' own hand-offs use std::mutex, which
+// ThreadSanitizer sees through pthread; the synchronization inside an
+// uninstrumented Abseil build (absl::Mutex, absl::Notification) is invisible
+// to it and would be reported as races.
+class Event {
+ public:
+  void Notify() {
+    std::lock_guard<std::mutex> lock(mu_);
+    notified_ = true;
+    cv_.notify_all();
+  }
+  // True if notified within `timeout`.
+  bool WaitFor(absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                        [this] { return notified_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool notified_ = false;
+};
 
 using IntWheel = TimingWheel<int, int>;
 
@@ -83,7 +106,7 @@ class ManualWheel {
     options.ticker = ticker_;
     auto wheel = IntWheel::Create(options, [this](int key, int value) {
       {
-        absl::MutexLock lock(&mu_);
+        std::lock_guard<std::mutex> lock(mu_);
         pending_.push_back({0, key, value, std::this_thread::get_id()});
       }
       if (hook_) hook_(*wheel_, key, value);
@@ -103,7 +126,7 @@ class ManualWheel {
     for (int i = 0; i < n; ++i) {
       ticker_->Tick();
       ++ticks_;
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       for (Fire& f : pending_) {
         f.tick = ticks_;
         fires_.push_back(f);
@@ -144,8 +167,8 @@ class ManualWheel {
   Hook hook_;
   int ticks_ = 0;
   std::vector<Fire> fires_;
-  absl::Mutex mu_;
-  std::vector<Fire> pending_ ABSL_GUARDED_BY(mu_);
+  std::mutex mu_;
+  std::vector<Fire> pending_;
   // Last: destroyed first, while everything its callback touches is alive.
   std::unique_ptr<IntWheel> wheel_;
 };
@@ -168,12 +191,12 @@ std::vector<std::pair<int, int>> StopSorted(IntWheel& wheel) {
 // (and detaches nothing: the thread is joined) if it did not finish in time,
 // so a hang becomes a failure message before the test binary's timeout.
 bool FinishesInTime(std::function<void()> fn) {
-  absl::Notification done;
+  Event done;
   std::thread t([&] {
     fn();
     done.Notify();
   });
-  const bool in_time = done.WaitForNotificationWithTimeout(kHangGuard);
+  const bool in_time = done.WaitFor(kHangGuard);
   t.join();
   return in_time;
 }
@@ -381,7 +404,7 @@ TEST(S8Stop, TickOnStoppedWheelReturnsAtOnceAndFiresNothing) {
 }
 
 TEST(S8Stop, WaitsForCallbacksInFlightAndNoneRunAfter) {
-  absl::Notification entered, release;
+  Event entered, release;
   std::atomic<bool> callback_returned{false};
   std::atomic<int> calls_after_stop{0};
   std::atomic<bool> stop_returned{false};
@@ -391,7 +414,7 @@ TEST(S8Stop, WaitsForCallbacksInFlightAndNoneRunAfter) {
     if (key == 2) key2_fired.fetch_add(1);
     if (key == 1) {
       entered.Notify();
-      release.WaitForNotificationWithTimeout(kHangGuard);
+      release.WaitFor(kHangGuard);
       // Make "Stop returned before this callback finished" observable.
       absl::SleepFor(absl::Milliseconds(20));
       callback_returned.store(true);
@@ -404,8 +427,8 @@ TEST(S8Stop, WaitsForCallbacksInFlightAndNoneRunAfter) {
     EXPECT_TRUE(wheel.SetTimer(2, 2, 2 * kInterval).ok());
     ticker.Tick(5);
   });
-  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
-  absl::Notification stopped;
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  Event stopped;
   std::vector<std::pair<int, int>> result;
   std::thread stopping([&] {
     auto r = w.wheel().Stop();
@@ -417,9 +440,9 @@ TEST(S8Stop, WaitsForCallbacksInFlightAndNoneRunAfter) {
     stopped.Notify();
   });
   // Stop cannot finish while the callback blocks.
-  EXPECT_FALSE(stopped.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  EXPECT_FALSE(stopped.WaitFor(absl::Milliseconds(50)));
   release.Notify();
-  EXPECT_TRUE(stopped.WaitForNotificationWithTimeout(kHangGuard));
+  EXPECT_TRUE(stopped.WaitFor(kHangGuard));
   stopping.join();
   ticking.join();
   EXPECT_EQ(calls_after_stop.load(), 0);
@@ -493,7 +516,7 @@ TEST(S8Stop, DestructorDropsEntriesExactlyOnce) {
 
 TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
   constexpr int kMaxPending = 5;
-  absl::Notification entered, release;
+  Event entered, release;
   Options options = TestOptions();
   options.max_pending = kMaxPending;
   ManualWheel w(
@@ -501,7 +524,7 @@ TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
       [&](IntWheel&, int key, int) {
         if (key == 0) {
           entered.Notify();
-          release.WaitForNotificationWithTimeout(kHangGuard);
+          release.WaitFor(kHangGuard);
         }
       },
       options);
@@ -513,7 +536,7 @@ TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
     EXPECT_TRUE(wheel.SetTimer(0, 0, kInterval).ok());
     ticker.Tick();
   });
-  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
 
   // The loop waits for the blocked callback: nothing is dequeued now.
   for (int k = 1; k <= kMaxPending; ++k) {
@@ -1036,10 +1059,10 @@ TEST(S6Accounting, MixedScenarioEndsEachTimerOnce) {
   ASSERT_TRUE(wheel.RemoveTimer(1000).ok());  // absent
   for (int k = 40; k < 50; ++k) set(k, 30);
   std::vector<std::pair<int, int>> drained;
-  absl::Mutex mu;
+  std::mutex mu;
   ASSERT_TRUE(wheel
                   .Drain([&](int key, int value) {
-                    absl::MutexLock lock(&mu);
+                    std::lock_guard<std::mutex> lock(mu);
                     drained.push_back({key, value});
                   })
                   .ok());
@@ -1088,7 +1111,7 @@ TEST(S7Drain, EveryPresentEntryOnceOnDrainWorkersThenReturns) {
   w.Tick(5);  // keys with k % 50 == 0 fired: 20 of them
   ASSERT_EQ(w.fires().size(), 20u);
 
-  absl::Mutex mu;
+  std::mutex mu;
   std::map<int, int> seen;  // key -> value
   int duplicates = 0;
   std::set<std::thread::id> threads;
@@ -1098,7 +1121,7 @@ TEST(S7Drain, EveryPresentEntryOnceOnDrainWorkersThenReturns) {
                   .Drain([&](int key, int value) {
                     // Slow enough that returning early would be visible.
                     if (key % 100 == 7) absl::SleepFor(absl::Milliseconds(2));
-                    absl::MutexLock lock(&mu);
+                    std::lock_guard<std::mutex> lock(mu);
                     if (!seen.emplace(key, value).second) ++duplicates;
                     threads.insert(std::this_thread::get_id());
                     calls.fetch_add(1);
@@ -1107,7 +1130,7 @@ TEST(S7Drain, EveryPresentEntryOnceOnDrainWorkersThenReturns) {
   // Drain has returned: every call is done.
   EXPECT_EQ(calls.load(), kN - 20);
   {
-    absl::MutexLock lock(&mu);
+    std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(duplicates, 0);
     EXPECT_EQ(seen.size(), static_cast<size_t>(kN - 20));
     for (const auto& [k, v] : seen) {
@@ -1150,17 +1173,17 @@ TEST(S7Drain, SingleDrainWorkerUsesOneThread) {
   for (int k = 0; k < 500; ++k) {
     ASSERT_TRUE(w.wheel().SetTimer(k, k, absl::Hours(1)).ok());
   }
-  absl::Mutex mu;
+  std::mutex mu;
   std::set<std::thread::id> threads;
   int calls = 0;
   ASSERT_TRUE(w.wheel()
                   .Drain([&](int, int) {
-                    absl::MutexLock lock(&mu);
+                    std::lock_guard<std::mutex> lock(mu);
                     threads.insert(std::this_thread::get_id());
                     ++calls;
                   })
                   .ok());
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(calls, 500);
   EXPECT_EQ(threads.size(), 1u);
   EXPECT_FALSE(threads.contains(std::this_thread::get_id()));
@@ -1250,7 +1273,7 @@ TEST(S9Order, ConcurrentThreadsEachKeepTheirOrder) {
 
 // Records the threads that hash keys: only the loop thread touches the map.
 std::atomic<bool> g_note_hash_threads{false};
-absl::Mutex g_hash_mu;
+std::mutex g_hash_mu;
 std::set<std::thread::id>& HashThreads() {
   static auto* threads = new std::set<std::thread::id>();
   return *threads;
@@ -1258,7 +1281,7 @@ std::set<std::thread::id>& HashThreads() {
 struct NotingHash {
   size_t operator()(int key) const {
     if (g_note_hash_threads.load()) {
-      absl::MutexLock lock(&g_hash_mu);
+      std::lock_guard<std::mutex> lock(g_hash_mu);
       HashThreads().insert(std::this_thread::get_id());
     }
     return absl::Hash<int>()(key);
@@ -1268,13 +1291,13 @@ struct NotingHash {
 TEST(S10Callbacks, RunOffTheLoopAndCallerThreads) {
   g_note_hash_threads.store(true);
   auto ticker = std::make_shared<ManualTicker>();
-  absl::Mutex mu;
+  std::mutex mu;
   std::set<std::thread::id> callback_threads;
   Options options = ManualOptions(ticker);
   options.execute_workers = 3;
   auto wheel =
       TimingWheel<int, int, NotingHash>::Create(options, [&](int, int) {
-        absl::MutexLock lock(&mu);
+        std::lock_guard<std::mutex> lock(mu);
         callback_threads.insert(std::this_thread::get_id());
       });
   ASSERT_TRUE(wheel.ok());
@@ -1284,8 +1307,8 @@ TEST(S10Callbacks, RunOffTheLoopAndCallerThreads) {
   ticker->Tick(3);
   ASSERT_TRUE((*wheel)->Stop().ok());
   g_note_hash_threads.store(false);
-  absl::MutexLock lock(&mu);
-  absl::MutexLock hash_lock(&g_hash_mu);
+  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> hash_lock(g_hash_mu);
   ASSERT_FALSE(HashThreads().empty());
   ASSERT_FALSE(callback_threads.empty());
   EXPECT_LE(callback_threads.size(), 3u);
@@ -1299,19 +1322,19 @@ TEST(S10Callbacks, RunOffTheLoopAndCallerThreads) {
 // Real time: with one execute worker blocked in a callback, the loop still
 // applies commands and keeps ticking.
 TEST(S10Callbacks, SlowCallbackDoesNotBlockCommandsOrTicks) {
-  absl::Notification entered, release;
+  Event entered, release;
   Options options;
   options.interval = absl::Milliseconds(1);
   options.num_slots = 16;
   auto wheel = IntWheel::Create(options, [&](int key, int) {
     if (key == 0) {
       entered.Notify();
-      release.WaitForNotificationWithTimeout(kHangGuard);
+      release.WaitFor(kHangGuard);
     }
   });
   ASSERT_TRUE(wheel.ok());
   ASSERT_TRUE((*wheel)->SetTimer(0, 0, absl::Milliseconds(1)).ok());
-  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
   const uint64_t ticks_before = (*wheel)->stats().ticks;
   for (int k = 1; k <= 100; ++k) {
     ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Hours(1)).ok());
@@ -1333,7 +1356,7 @@ TEST(S10Callbacks, SlowCallbackDoesNotBlockCommandsOrTicks) {
 // Real time: with two execute workers, one blocked callback does not hold up
 // a timer that fires meanwhile.
 TEST(S10Callbacks, SlowCallbackOccupiesOnlyItsWorker) {
-  absl::Notification entered, release, fast_ran;
+  Event entered, release, fast_ran;
   Options options;
   options.interval = absl::Milliseconds(1);
   options.num_slots = 16;
@@ -1341,16 +1364,16 @@ TEST(S10Callbacks, SlowCallbackOccupiesOnlyItsWorker) {
   auto wheel = IntWheel::Create(options, [&](int key, int) {
     if (key == 0) {
       entered.Notify();
-      release.WaitForNotificationWithTimeout(kHangGuard);
+      release.WaitFor(kHangGuard);
     } else {
       fast_ran.Notify();
     }
   });
   ASSERT_TRUE(wheel.ok());
   ASSERT_TRUE((*wheel)->SetTimer(0, 0, absl::Milliseconds(1)).ok());
-  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangGuard));
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
   ASSERT_TRUE((*wheel)->SetTimer(1, 1, absl::Milliseconds(5)).ok());
-  const bool ran = fast_ran.WaitForNotificationWithTimeout(kHangGuard);
+  const bool ran = fast_ran.WaitFor(kHangGuard);
   release.Notify();
   EXPECT_TRUE(ran);
 }
@@ -1417,11 +1440,11 @@ TEST(S10Callbacks, ThrowingDrainFnDoesNotLoseOtherEntries) {
 TEST(Types, MoveOnlyValues) {
   using W = TimingWheel<int, std::unique_ptr<std::string>>;
   auto ticker = std::make_shared<ManualTicker>();
-  absl::Mutex mu;
+  std::mutex mu;
   std::map<int, std::string> fired;
   auto wheel = W::Create(ManualOptions(ticker),
                          [&](int key, std::unique_ptr<std::string> v) {
-                           absl::MutexLock lock(&mu);
+                           std::lock_guard<std::mutex> lock(mu);
                            fired[key] = v ? *v : "<null>";
                          });
   ASSERT_TRUE(wheel.ok());
@@ -1441,7 +1464,7 @@ TEST(Types, MoveOnlyValues) {
   std::vector<std::string> drained;
   ASSERT_TRUE(w.Drain([&](int key, std::unique_ptr<std::string> v) {
                  if (key == 2) {
-                   absl::MutexLock lock(&mu);
+                   std::lock_guard<std::mutex> lock(mu);
                    drained.push_back(*v);
                  }
                }).ok());
@@ -1452,7 +1475,7 @@ TEST(Types, MoveOnlyValues) {
   ASSERT_EQ(stopped->size(), 1u);
   EXPECT_EQ((*stopped)[0].first, 3);
   EXPECT_EQ(*(*stopped)[0].second, "f");
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(fired, (std::map<int, std::string>{{1, "b"}, {5, "<null>"}}));
   EXPECT_EQ(drained, (std::vector<std::string>{"c"}));
 }
@@ -1460,10 +1483,10 @@ TEST(Types, MoveOnlyValues) {
 TEST(Types, StringKeys) {
   using W = TimingWheel<std::string, int>;
   auto ticker = std::make_shared<ManualTicker>();
-  absl::Mutex mu;
+  std::mutex mu;
   std::vector<std::string> fired;
   auto wheel = W::Create(ManualOptions(ticker), [&](std::string key, int) {
-    absl::MutexLock lock(&mu);
+    std::lock_guard<std::mutex> lock(mu);
     fired.push_back(key);
   });
   ASSERT_TRUE(wheel.ok());
@@ -1478,7 +1501,7 @@ TEST(Types, StringKeys) {
   ticker->Tick(3);
   auto stopped = w.Stop();
   ASSERT_TRUE(stopped.ok());
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   std::sort(fired.begin(), fired.end());
   EXPECT_EQ(fired, (std::vector<std::string>{"", long_key}));
   EXPECT_EQ(*stopped,
@@ -1503,10 +1526,10 @@ struct Endpoint {
 TEST(Types, UserStructKeyWithAbslHashValue) {
   using W = TimingWheel<Endpoint, int>;
   auto ticker = std::make_shared<ManualTicker>();
-  absl::Mutex mu;
+  std::mutex mu;
   std::vector<std::pair<Endpoint, int>> fired;
   auto wheel = W::Create(ManualOptions(ticker), [&](Endpoint key, int v) {
-    absl::MutexLock lock(&mu);
+    std::lock_guard<std::mutex> lock(mu);
     fired.push_back({key, v});
   });
   ASSERT_TRUE(wheel.ok());
@@ -1517,7 +1540,7 @@ TEST(Types, UserStructKeyWithAbslHashValue) {
   ASSERT_TRUE(w.SetTimer({"a", 1}, 4, kInterval).ok());  // same key: replace
   ASSERT_TRUE(w.RemoveTimer({"a", 2}).ok());
   ticker->Tick();
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   std::sort(fired.begin(), fired.end());
   EXPECT_EQ(fired, (std::vector<std::pair<Endpoint, int>>{{{"a", 1}, 4},
                                                           {{"b", 1}, 3}}));
