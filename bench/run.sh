@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs the benchmark suite and stores its results:
+#   bench/results/<date>.jsonl       W1-W7 (bench/workloads --json)
+#   bench/results/<date>-micro.json  the Wheel micro-benchmarks (Google
+#                                    Benchmark JSON)
+#   bench/results/chart.svg          ours vs the peers (bench/chart.py)
+#
+#   bench/run.sh [--use-build=DIR] [workloads flags, e.g. --n=100000]
+#
+# By default it configures and builds a release tree, build-release (NDEBUG,
+# no tests or examples), so the figures are not those of a debug build.
+# --use-build=DIR runs the binaries of an existing build tree instead (what
+# `meson compile bench` does). Extra flags go to the workloads program; with
+# --n below 1M the micro-benchmarks run shorter too.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+builddir=""
+args=()
+for a in "$@"; do
+  case "$a" in
+    --use-build=*) builddir="${a#--use-build=}" ;;
+    *) args+=("$a") ;;
+  esac
+done
+
+if [[ -z "$builddir" ]]; then
+  builddir="$root/build-release"
+  if [[ ! -f "$builddir/build.ninja" ]]; then
+    meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
+      -Dtests=disabled -Dexamples=disabled
+  fi
+  ninja -C "$builddir" bench/workloads bench/wheel_micro
+fi
+
+results="$here/results"
+mkdir -p "$results"
+date="$(date -u +%Y-%m-%dT%H%M%SZ)"
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if ! git -C "$root" diff --quiet HEAD -- lib 2>/dev/null; then
+  commit="$commit+dirty-lib"
+fi
+
+echo "== workloads -> $results/$date.jsonl" >&2
+"$builddir/bench/workloads" --json --commit="$commit" ${args[@]+"${args[@]}"} \
+  | tee "$results/$date.jsonl"
+
+if [[ -x "$builddir/bench/wheel_micro" ]]; then
+  echo "== micro-benchmarks -> $results/$date-micro.json" >&2
+  "$builddir/bench/wheel_micro" --benchmark_format=json \
+    --benchmark_out="$results/$date-micro.json" \
+    --benchmark_out_format=json --benchmark_format=console \
+    --benchmark_min_time=0.3
+fi
+
+echo "== chart and table" >&2
+python3 "$here/chart.py" "$results/$date.jsonl" \
+  ${results:+--micro="$results/$date-micro.json"} -o "$results/chart.svg"
+python3 "$here/table.py" "$results/$date.jsonl" \
+  --micro="$results/$date-micro.json"

@@ -1,0 +1,865 @@
+// Runs the workloads W1-W7 of docs/peers.md against the public API of
+// timingwheel (keys and values uint64_t) and prints one JSON line per result,
+// with the parameters used, the machine and the date, so that results files
+// from different days and machines can be compared and charted.
+//
+//   workloads [--only=w1,w5] [--n=1000000] [--seconds=5] [--json]
+//             [--commit=<git rev>]
+//
+// Default output: human-readable lines starting with "# " plus the JSON
+// lines; --json prints the JSON lines only (what bench/run.sh stores).
+//
+// Throughput figures are "applied": the clock stops when the loop has applied
+// the last command, not when the last call returned. See WaitApplied.
+#include <dirent.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "timingwheel/internal/wheel.h"
+#include "timingwheel/timing_wheel.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using TW = timingwheel::TimingWheel<std::uint64_t, std::uint64_t>;
+
+// ---------------------------------------------------------------- flags --
+
+struct Flags {
+  std::set<std::string> only;  // empty: all
+  std::int64_t n = 1000000;
+  double seconds = 5;  // W6 and W7 measurement windows
+  bool json_only = false;
+  std::string commit;
+  bool w4_child = false;  // internal: the fresh process of W4
+  bool w4_burst = false;  // internal: W4 child submits without pacing
+};
+
+bool Wanted(const Flags& f, const std::string& w) {
+  return f.only.empty() || f.only.count(w) != 0;
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      const std::size_t len = std::strlen(name);
+      if (a.compare(0, len, name) == 0 && a.size() > len && a[len] == '=') {
+        return argv[i] + len + 1;
+      }
+      return nullptr;
+    };
+    if (const char* v = value("--only")) {
+      std::stringstream ss(v);
+      std::string w;
+      while (std::getline(ss, w, ',')) {
+        for (char& c : w) c = static_cast<char>(std::tolower(c));
+        if (!w.empty()) f.only.insert(w);
+      }
+    } else if (const char* v = value("--n")) {
+      f.n = std::max<std::int64_t>(1, std::atoll(v));
+    } else if (const char* v = value("--seconds")) {
+      f.seconds = std::max(0.1, std::atof(v));
+    } else if (const char* v = value("--commit")) {
+      f.commit = v;
+    } else if (a == "--json") {
+      f.json_only = true;
+    } else if (a == "--w4_child") {
+      f.w4_child = true;
+    } else if (a == "--w4_burst") {
+      f.w4_burst = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--only=w1,...,w7] [--n=N] [--seconds=S] "
+                   "[--json] [--commit=REV]\n",
+                   argv[0]);
+      std::exit(2);
+    }
+  }
+  return f;
+}
+
+// ------------------------------------------------------------ utilities --
+
+// splitmix64's finalizer: a bijection on 64 bits, so distinct indices give
+// distinct keys that are spread like real ids (not 0..N-1, which a hash
+// might treat too kindly).
+std::uint64_t Mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A small fast generator; the benchmark needs speed and repeatability, not
+// statistical quality.
+// -Wpedantic rejects a plain unsigned __int128; __extension__ says we mean it.
+__extension__ typedef unsigned __int128 U128;
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : s_(seed) {}
+  std::uint64_t Next() { return Mix(s_++); }
+  // Uniform in [0, n), by multiply-shift (bias negligible for our n).
+  std::uint64_t Below(std::uint64_t n) {
+    return static_cast<std::uint64_t>((static_cast<U128>(Next()) * n) >> 64);
+  }
+  std::int64_t Between(std::int64_t lo, std::int64_t hi) {  // [lo, hi]
+    return lo + static_cast<std::int64_t>(
+                    Below(static_cast<std::uint64_t>(hi - lo + 1)));
+  }
+
+ private:
+  std::uint64_t s_;
+};
+
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Clock::now().time_since_epoch())
+      .count();
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
+long Tid() { return static_cast<long>(syscall(SYS_gettid)); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// VmRSS of this process in bytes.
+std::int64_t RssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::atoll(line.c_str() + 6) * 1024;
+    }
+  }
+  return -1;
+}
+
+// CPU time of each thread of this process, in ns, by thread id. schedstat's
+// first field is the time on CPU in ns; where the kernel has no schedstat,
+// stat's utime+stime (in clock ticks, 10 ms resolution) is used instead.
+// Reading /proc is the only way to get another thread's CPU time:
+// CLOCK_THREAD_CPUTIME_ID answers for the calling thread only, and the loop
+// thread is the library's, not ours.
+std::map<long, std::int64_t> ThreadCpuNs() {
+  std::map<long, std::int64_t> out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  static const long kTck = sysconf(_SC_CLK_TCK);
+  while (dirent* d = readdir(dir)) {
+    if (d->d_name[0] == '.') continue;
+    const long tid = std::atol(d->d_name);
+    const std::string base = std::string("/proc/self/task/") + d->d_name;
+    std::string sched = ReadFile(base + "/schedstat");
+    if (!sched.empty()) {
+      out[tid] = std::atoll(sched.c_str());
+      continue;
+    }
+    const std::string stat = ReadFile(base + "/stat");
+    const std::size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string tok;
+    std::int64_t utime = 0, stime = 0;
+    // After "pid (comm) ", fields start at number 3; utime is 14, stime 15.
+    for (int field = 3; field <= 15 && fields >> tok; ++field) {
+      if (field == 14) utime = std::atoll(tok.c_str());
+      if (field == 15) stime = std::atoll(tok.c_str());
+    }
+    out[tid] = (utime + stime) * (1000000000 / kTck);
+  }
+  closedir(dir);
+  return out;
+}
+
+// --------------------------------------------------------------- output --
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// One JSON object, fields in insertion order.
+class Json {
+ public:
+  Json& Add(const std::string& k, const std::string& v) {
+    return Raw(k, "\"" + JsonEscape(v) + "\"");
+  }
+  Json& Add(const std::string& k, const char* v) {
+    return Add(k, std::string(v));
+  }
+  Json& Add(const std::string& k, double v) {
+    if (!std::isfinite(v)) return Raw(k, "null");
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.6g", v);
+    return Raw(k, buf);
+  }
+  Json& Add(const std::string& k, std::int64_t v) {
+    return Raw(k, std::to_string(v));
+  }
+  Json& Add(const std::string& k, int v) {
+    return Add(k, static_cast<std::int64_t>(v));
+  }
+  Json& Add(const std::string& k, std::uint64_t v) {
+    return Raw(k, std::to_string(v));
+  }
+  Json& Add(const std::string& k, const Json& v) { return Raw(k, v.str()); }
+  Json& Raw(const std::string& k, const std::string& v) {
+    if (!body_.empty()) body_ += ",";
+    body_ += "\"" + JsonEscape(k) + "\":" + v;
+    return *this;
+  }
+  std::string str() const { return "{" + body_ + "}"; }
+
+ private:
+  std::string body_;
+};
+
+struct Context {
+  Flags flags;
+  Json machine;
+  std::string date;
+};
+
+double Load1() { return std::atof(ReadFile("/proc/loadavg").c_str()); }
+
+Context MakeContext(const Flags& flags) {
+  Context c;
+  c.flags = flags;
+  std::string model = "unknown";
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const std::size_t colon = line.find(':');
+      if (colon != std::string::npos) model = line.substr(colon + 2);
+      break;
+    }
+  }
+  c.machine
+      .Add("cores",
+           static_cast<std::int64_t>(std::thread::hardware_concurrency()))
+      .Add("cpu", model);
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  c.date = buf;
+  return c;
+}
+
+// Prints one workload result: its own fields, then the common ones.
+void Emit(const Context& ctx, Json result, const std::string& human) {
+  result.Add("load1", Load1())
+      .Add("machine", ctx.machine)
+      .Add("date", ctx.date);
+  if (!ctx.flags.commit.empty()) result.Add("commit", ctx.flags.commit);
+  if (!ctx.flags.json_only) std::printf("# %s\n", human.c_str());
+  std::printf("%s\n", result.str().c_str());
+  std::fflush(stdout);
+}
+
+std::string Fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string Fmt(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  return buf;
+}
+
+// ---------------------------------------------------- waiting, producers --
+
+// Returns the time at which the loop has applied `target` set/move/remove
+// commands in total (stats().applied counts every such command, whether or
+// not its key was present).
+//
+// How: the loop publishes its counters with relaxed stores after every round
+// of commands it applies (a round ends when a bulk dequeue of 256 comes back
+// short, i.e. the queue is empty, or after 8192 commands) and after every
+// tick. So once the last command has been applied, the count we poll for is
+// published at the end of that same round: the publication lag is at most
+// one batch of commands, microseconds, plus our polling period (~20 us, plus
+// timer slack). Both are small next to the >= 10 ms these phases take at
+// --n=100000 and the ~100 ms at 1M.
+Clock::time_point WaitApplied(const TW& wheel, std::uint64_t target) {
+  while (wheel.stats().applied < target) {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return Clock::now();
+}
+
+// Runs fn(p) on `producers` threads, released together; returns the time of
+// release and the time the last of them returned.
+template <typename Fn>
+std::pair<Clock::time_point, Clock::time_point> RunProducers(int producers,
+                                                             Fn fn) {
+  std::atomic<bool> go{false};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      fn(p);
+    });
+  }
+  while (ready.load() != producers) std::this_thread::yield();
+  const Clock::time_point start = Clock::now();
+  go.store(true, std::memory_order_release);
+  for (std::thread& t : threads) t.join();
+  return {start, Clock::now()};
+}
+
+std::unique_ptr<TW> MakeWheel(absl::Duration interval, int slots,
+                              int execute_workers, TW::Execute execute) {
+  timingwheel::Options o;
+  o.interval = interval;
+  o.num_slots = slots;
+  o.execute_workers = execute_workers;
+  auto w = TW::Create(o, std::move(execute));
+  if (!w.ok()) {
+    std::fprintf(stderr, "Create: %s\n", w.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *std::move(w);
+}
+
+// ------------------------------------------------------------ W1 W2 W3 --
+
+// W1 (set 1M distinct keys), then with those present W2 (1M moves of random
+// present keys) and W3 (remove all in random order), all from `producers`
+// threads that each submit an equal share. Interval 1 s, 512 slots, delays
+// uniform in [10 s, 600 s]: nothing fires during the run.
+void RunSetMoveRemove(const Context& ctx, int producers) {
+  const std::int64_t n = ctx.flags.n;
+  Rng rng(1234 + producers);
+  // Everything a producer needs is computed before the clock starts, so
+  // the timed loops are a call per element and nothing else.
+  std::vector<std::uint64_t> keys(n);
+  std::vector<std::int64_t> set_delay_ms(n), move_delay_ms(n);
+  std::vector<std::uint64_t> move_keys(n), remove_keys(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    keys[i] = Mix(static_cast<std::uint64_t>(i));
+    set_delay_ms[i] = rng.Between(10000, 600000);
+    move_delay_ms[i] = rng.Between(10000, 600000);
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    move_keys[i] = keys[rng.Below(n)];
+  }
+  remove_keys = keys;
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    std::swap(remove_keys[i], remove_keys[rng.Below(i + 1)]);
+  }
+
+  auto wheel =
+      MakeWheel(absl::Seconds(1), 512, 1, [](std::uint64_t, std::uint64_t) {});
+  std::atomic<std::int64_t> errors{0};
+  auto share = [&](int p) {
+    return std::pair<std::int64_t, std::int64_t>(n * p / producers,
+                                                 n * (p + 1) / producers);
+  };
+  auto report = [&](const char* workload, const char* name,
+                    std::uint64_t applied_before, Clock::time_point start,
+                    Clock::time_point enqueued, Clock::time_point applied) {
+    const timingwheel::Stats s = wheel->stats();
+    const double secs = Seconds(start, applied);
+    Json j;
+    j.Add("workload", workload)
+        .Add("name", name)
+        .Add("producers", producers)
+        .Add("n", n)
+        .Add("interval_ms", 1000)
+        .Add("slots", 512)
+        .Add("delay_ms_min", 10000)
+        .Add("delay_ms_max", 600000)
+        .Add("seconds", secs)
+        .Add("ops_per_s", static_cast<double>(n) / secs)
+        .Add("enqueue_ops_per_s",
+             static_cast<double>(n) / Seconds(start, enqueued))
+        .Add("applied", s.applied - applied_before)
+        .Add("pending_after", static_cast<std::uint64_t>(s.pending))
+        .Add("errors", errors.load());
+    Emit(ctx, j,
+         Fmt("%s %s, %d producer(s): %.2f M/s applied (%.2f M/s enqueued), "
+             "%.3f s, %zu pending after",
+             workload, name, producers, n / secs / 1e6,
+             n / Seconds(start, enqueued) / 1e6, secs, s.pending));
+  };
+
+  // W1: set.
+  {
+    const std::uint64_t before = wheel->stats().applied;
+    auto [start, enqueued] = RunProducers(producers, [&](int p) {
+      auto [b, e] = share(p);
+      for (std::int64_t i = b; i < e; ++i) {
+        if (!wheel
+                 ->SetTimer(keys[i], static_cast<std::uint64_t>(i),
+                            absl::Milliseconds(set_delay_ms[i]))
+                 .ok()) {
+          errors.fetch_add(1);
+        }
+      }
+    });
+    const Clock::time_point applied = WaitApplied(*wheel, before + n);
+    report("W1", "set", before, start, enqueued, applied);
+  }
+  // W2: move random present keys.
+  if (Wanted(ctx.flags, "w2") || ctx.flags.only.empty()) {
+    const std::uint64_t before = wheel->stats().applied;
+    auto [start, enqueued] = RunProducers(producers, [&](int p) {
+      auto [b, e] = share(p);
+      for (std::int64_t i = b; i < e; ++i) {
+        if (!wheel
+                 ->MoveTimer(move_keys[i], absl::Milliseconds(move_delay_ms[i]))
+                 .ok()) {
+          errors.fetch_add(1);
+        }
+      }
+    });
+    const Clock::time_point applied = WaitApplied(*wheel, before + n);
+    report("W2", "move", before, start, enqueued, applied);
+  }
+  // W3: remove all, in random order.
+  if (Wanted(ctx.flags, "w3") || ctx.flags.only.empty()) {
+    const std::uint64_t before = wheel->stats().applied;
+    auto [start, enqueued] = RunProducers(producers, [&](int p) {
+      auto [b, e] = share(p);
+      for (std::int64_t i = b; i < e; ++i) {
+        if (!wheel->RemoveTimer(remove_keys[i]).ok()) errors.fetch_add(1);
+      }
+    });
+    const Clock::time_point applied = WaitApplied(*wheel, before + n);
+    report("W3", "remove", before, start, enqueued, applied);
+  }
+}
+
+// ------------------------------------------------------------------ W4 --
+
+// The fresh process: RSS before creating the wheel and after N timers are
+// applied. Keys and delays are generated on the fly so that no array of ours
+// adds to the delta. Paced (default): submits in chunks of 64 Ki and waits
+// for each to be applied, so the command queue never holds more than one
+// chunk and the delta is the wheel's own; burst: submits all at once, so the
+// delta also holds the queue blocks the backlog needed (moodycamel keeps
+// them for reuse).
+int RunW4Child(const Flags& flags) {
+  const std::int64_t n = flags.n;
+  const std::int64_t before = RssBytes();
+  auto wheel =
+      MakeWheel(absl::Seconds(1), 512, 1, [](std::uint64_t, std::uint64_t) {});
+  Rng rng(4);
+  constexpr std::int64_t kChunk = 1 << 16;
+  for (std::int64_t i = 0; i < n; ++i) {
+    wheel
+        ->SetTimer(Mix(static_cast<std::uint64_t>(i)),
+                   static_cast<std::uint64_t>(i),
+                   absl::Milliseconds(rng.Between(10000, 600000)))
+        .IgnoreError();
+    if (!flags.w4_burst && (i + 1) % kChunk == 0) {
+      WaitApplied(*wheel, static_cast<std::uint64_t>(i + 1));
+    }
+  }
+  WaitApplied(*wheel, static_cast<std::uint64_t>(n));
+  const std::int64_t after = RssBytes();
+  std::printf("%" PRId64 " %" PRId64 " %zu\n", before, after,
+              wheel->stats().pending);
+  std::fflush(stdout);
+  // Skip the teardown: the parent has what it needs.
+  std::_Exit(0);
+}
+
+void RunW4(const Context& ctx, const char* self) {
+  const std::int64_t n = ctx.flags.n;
+  auto child = [&](bool burst, std::int64_t* before, std::int64_t* after) {
+    const std::string cmd = std::string("'") + self +
+                            "' --w4_child --n=" + std::to_string(n) +
+                            (burst ? " --w4_burst" : "");
+    FILE* p = popen(cmd.c_str(), "r");
+    std::size_t pending = 0;
+    if (p == nullptr || std::fscanf(p, "%" SCNd64 " %" SCNd64 " %zu", before,
+                                    after, &pending) != 3) {
+      *before = *after = 0;
+    }
+    if (p != nullptr) pclose(p);
+  };
+  std::int64_t before = 0, after = 0, burst_before = 0, burst_after = 0;
+  child(false, &before, &after);
+  child(true, &burst_before, &burst_after);
+
+  // The in-wheel figure: the core alone, same shape and delays (in ticks).
+  timingwheel::internal::Wheel<std::uint64_t, std::uint64_t> core(512);
+  Rng rng(4);
+  for (std::int64_t i = 0; i < n; ++i) {
+    core.Set(Mix(static_cast<std::uint64_t>(i)), static_cast<std::uint64_t>(i),
+             static_cast<std::uint64_t>(rng.Between(10, 600)));
+  }
+  const double rss_per = static_cast<double>(after - before) / n;
+  const double rss_burst_per =
+      static_cast<double>(burst_after - burst_before) / n;
+  const double wheel_per = static_cast<double>(core.MemoryBytes()) / n;
+  Json j;
+  j.Add("workload", "W4")
+      .Add("name", "memory")
+      .Add("n", n)
+      .Add("interval_ms", 1000)
+      .Add("slots", 512)
+      .Add("rss_bytes_per_timer", rss_per)
+      .Add("rss_before_bytes", before)
+      .Add("rss_after_bytes", after)
+      .Add("rss_bytes_per_timer_burst", rss_burst_per)
+      .Add("wheel_bytes_per_timer", wheel_per)
+      .Add("entry_bytes",
+           static_cast<std::uint64_t>(
+               timingwheel::internal::Wheel<std::uint64_t,
+                                            std::uint64_t>::EntryBytes()));
+  Emit(ctx, j,
+       Fmt("W4 memory: %.1f B RSS per timer (paced; %.1f B submitting all at "
+           "once), %.1f B in the wheel, entry %zu B",
+           rss_per, rss_burst_per, wheel_per,
+           timingwheel::internal::Wheel<std::uint64_t,
+                                        std::uint64_t>::EntryBytes()));
+}
+
+// ------------------------------------------------------------------ W5 --
+
+// Interval 1 ms, 128 slots, N timers with delays uniform in [50, 150] ms,
+// submitted as fast as one thread can. The key is the index into arrays
+// allocated up front, so the callback is a clock read and three stores.
+void RunW5(const Context& ctx, int workers) {
+  const std::int64_t n = ctx.flags.n;
+  std::vector<std::int64_t> delay_ns(n), deadline_ns(n), fired_ns(n, 0);
+  std::vector<std::atomic<std::uint32_t>> count(n);
+  std::atomic<std::int64_t> done{0}, twice{0}, stray{0};
+  Rng rng(5);
+  for (std::int64_t i = 0; i < n; ++i) {
+    delay_ns[i] = rng.Between(50000000, 150000000);
+  }
+  auto wheel =
+      MakeWheel(absl::Milliseconds(1), 128, workers,
+                [&](std::uint64_t key, std::uint64_t) {
+                  const std::int64_t t = NowNs();
+                  if (key >= static_cast<std::uint64_t>(n)) {
+                    stray.fetch_add(1, std::memory_order_relaxed);
+                    return;
+                  }
+                  if (count[key].fetch_add(1, std::memory_order_relaxed) == 0) {
+                    fired_ns[key] = t;
+                  } else {
+                    twice.fetch_add(1, std::memory_order_relaxed);
+                  }
+                  // Release: the main thread reads fired_ns once it sees done
+                  // == n.
+                  done.fetch_add(1, std::memory_order_release);
+                });
+  const std::int64_t start = NowNs();
+  for (std::int64_t i = 0; i < n; ++i) {
+    // The deadline as api.md defines it, from a time read before the call:
+    // the library reads its own clock later, so its deadline is >= ours and
+    // "early" below can only under-report lateness, never invent earliness.
+    deadline_ns[i] = NowNs() + delay_ns[i];
+    wheel
+        ->SetTimer(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(i),
+                   absl::Nanoseconds(delay_ns[i]))
+        .IgnoreError();
+  }
+  const std::int64_t submitted = NowNs();
+  // Wait for every callback, or give up after a generous minute.
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(60);
+  while (done.load(std::memory_order_acquire) < n && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::int64_t ran = done.load(std::memory_order_acquire);
+  std::vector<std::int64_t> late;
+  late.reserve(n);
+  std::int64_t last = start, early = 0, never = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (count[i].load(std::memory_order_relaxed) == 0) {
+      ++never;
+      continue;
+    }
+    late.push_back(fired_ns[i] - deadline_ns[i]);
+    if (fired_ns[i] < deadline_ns[i]) ++early;
+    last = std::max(last, fired_ns[i]);
+  }
+  std::sort(late.begin(), late.end());
+  auto pct = [&](double q) -> double {
+    if (late.empty()) return NAN;
+    const std::size_t i = std::min(
+        late.size() - 1, static_cast<std::size_t>(q * (late.size() - 1)));
+    return late[i] / 1e6;
+  };
+  const double wall = (last - start) / 1e9;
+  Json j;
+  j.Add("workload", "W5")
+      .Add("name", "expire")
+      .Add("n", n)
+      .Add("interval_ms", 1)
+      .Add("slots", 128)
+      .Add("execute_workers", workers)
+      .Add("delay_ms_min", 50)
+      .Add("delay_ms_max", 150)
+      .Add("submit_seconds", (submitted - start) / 1e9)
+      .Add("wall_seconds", wall)
+      .Add("late_ms_p50", pct(0.5))
+      .Add("late_ms_p99", pct(0.99))
+      .Add("late_ms_max", late.empty() ? NAN : late.back() / 1e6)
+      .Add("late_ms_min", late.empty() ? NAN : late.front() / 1e6)
+      .Add("callbacks", ran)
+      .Add("early", early)
+      .Add("fired_twice", twice.load())
+      .Add("never_fired", never)
+      .Add("stray", stray.load());
+  Emit(ctx, j,
+       Fmt("W5 expire, %d worker(s): all %" PRId64
+           " callbacks done %.3f s after the first submission (submitting "
+           "took %.3f s); lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+           "early %" PRId64 ", twice %" PRId64 ", never %" PRId64,
+           workers, ran, wall, (submitted - start) / 1e9, pct(0.5), pct(0.99),
+           late.empty() ? NAN : late.back() / 1e6, early, twice.load(), never));
+}
+
+// ------------------------------------------------------------------ W6 --
+
+// Process CPU seconds per wall second while the program does nothing but
+// keep a 1 ms wheel: first empty, then with N timers due in 1 hour. Measured
+// with CLOCK_PROCESS_CPUTIME_ID across a sleep of the main thread, after
+// setup has finished and settled.
+void RunW6(const Context& ctx) {
+  const std::int64_t n = ctx.flags.n;
+  const double window = ctx.flags.seconds;
+  auto wheel = MakeWheel(absl::Milliseconds(1), 512, 1,
+                         [](std::uint64_t, std::uint64_t) {});
+  auto measure = [&]() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // settle
+    const double cpu0 = ProcessCpuSeconds();
+    const Clock::time_point t0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window));
+    const double cpu1 = ProcessCpuSeconds();
+    return (cpu1 - cpu0) / Seconds(t0, Clock::now());
+  };
+  const double idle_empty = measure();
+  for (std::int64_t i = 0; i < n; ++i) {
+    wheel
+        ->SetTimer(Mix(static_cast<std::uint64_t>(i)),
+                   static_cast<std::uint64_t>(i), absl::Hours(1))
+        .IgnoreError();
+  }
+  WaitApplied(*wheel, static_cast<std::uint64_t>(n));
+  const double idle_full = measure();
+  const std::uint64_t fired = wheel->stats().fired;
+  Json j;
+  j.Add("workload", "W6")
+      .Add("name", "idle")
+      .Add("n", n)
+      .Add("interval_ms", 1)
+      .Add("slots", 512)
+      .Add("window_seconds", window)
+      .Add("cpu_s_per_s_empty", idle_empty)
+      .Add("cpu_s_per_s_full", idle_full)
+      .Add("fired", fired);
+  Emit(ctx, j,
+       Fmt("W6 idle at 1 ms: %.5f CPU s/s empty, %.5f CPU s/s with %" PRId64
+           " timers due in 1 h",
+           idle_empty, idle_full, n));
+}
+
+// ------------------------------------------------------------------ W7 --
+
+// N sessions with a 30 s idle timeout on a 10 ms wheel; 2 producers touch
+// random sessions (MoveTimer 30 s) as fast as they can for --seconds.
+//
+// Producers that outrun the loop would pile up a backlog of gigabytes in
+// 5 s, so each keeps its own count of submitted touches and, every 1024,
+// waits while the total not yet applied exceeds kMaxBacklog. The applied
+// rate is what the loop sustains either way.
+//
+// The loop thread's CPU: per-thread CPU from /proc/self/task/*/schedstat
+// before and after the window; the loop thread is the busiest thread that is
+// neither ours (main, producers) nor idle (the execute workers have nothing
+// to run: no session expires within the run).
+void RunW7(const Context& ctx) {
+  const std::int64_t n = ctx.flags.n;
+  const double window = ctx.flags.seconds;
+  constexpr std::int64_t kMaxBacklog = 1 << 21;
+  auto wheel = MakeWheel(absl::Milliseconds(10), 512, 1,
+                         [](std::uint64_t, std::uint64_t) {});
+  for (std::int64_t i = 0; i < n; ++i) {
+    wheel
+        ->SetTimer(Mix(static_cast<std::uint64_t>(i)),
+                   static_cast<std::uint64_t>(i), absl::Seconds(30))
+        .IgnoreError();
+  }
+  const std::uint64_t base = n;
+  WaitApplied(*wheel, base);
+  const std::uint64_t moved_before = wheel->stats().moved;
+
+  struct alignas(64) Producer {
+    std::atomic<std::int64_t> submitted{0};
+    std::atomic<long> tid{0};
+  };
+  Producer prod[2];
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> throttled{0};
+  const std::map<long, std::int64_t> cpu_before = ThreadCpuNs();
+  std::atomic<long> timer_tid_slot{0};
+  const double proc_before = ProcessCpuSeconds();
+  // Ends the window: starts timing once both producers are running.
+  std::thread timer([&] {
+    timer_tid_slot.store(Tid());
+    while (prod[0].tid.load() == 0 || prod[1].tid.load() == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(window));
+    stop.store(true);
+  });
+  const Clock::time_point start =
+      RunProducers(2, [&](int p) {
+        prod[p].tid.store(Tid());
+        Rng rng(700 + p);
+        std::int64_t mine = 0;
+        while (!stop.load(std::memory_order_relaxed)) {
+          for (int k = 0; k < 1024; ++k) {
+            wheel
+                ->MoveTimer(Mix(rng.Below(static_cast<std::uint64_t>(n))),
+                            absl::Seconds(30))
+                .IgnoreError();
+          }
+          mine += 1024;
+          prod[p].submitted.store(mine, std::memory_order_relaxed);
+          for (;;) {
+            const std::int64_t total =
+                prod[0].submitted.load() + prod[1].submitted.load();
+            const std::int64_t applied =
+                static_cast<std::int64_t>(wheel->stats().applied - base);
+            if (total - applied <= kMaxBacklog ||
+                stop.load(std::memory_order_relaxed)) {
+              break;
+            }
+            throttled.fetch_add(1, std::memory_order_relaxed);
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+          }
+        }
+      }).first;
+  timer.join();
+  const std::int64_t total =
+      prod[0].submitted.load() + prod[1].submitted.load();
+  const Clock::time_point applied = WaitApplied(*wheel, base + total);
+  const std::map<long, std::int64_t> cpu_after = ThreadCpuNs();
+  const double proc_after = ProcessCpuSeconds();
+  const double secs = Seconds(start, applied);
+
+  std::int64_t loop_ns = 0;
+  long loop_tid = 0;
+  const long main_tid = Tid();
+  const long timer_tid = timer_tid_slot.load();
+  for (const auto& [tid, ns] : cpu_after) {
+    if (tid == main_tid || tid == timer_tid || tid == prod[0].tid.load() ||
+        tid == prod[1].tid.load()) {
+      continue;
+    }
+    auto it = cpu_before.find(tid);
+    const std::int64_t delta = ns - (it == cpu_before.end() ? 0 : it->second);
+    if (delta > loop_ns) {
+      loop_ns = delta;
+      loop_tid = tid;
+    }
+  }
+  const timingwheel::Stats s = wheel->stats();
+  Json j;
+  j.Add("workload", "W7")
+      .Add("name", "sessions")
+      .Add("n", n)
+      .Add("interval_ms", 10)
+      .Add("slots", 512)
+      .Add("timeout_s", 30)
+      .Add("producers", 2)
+      .Add("window_seconds", window)
+      .Add("touches", total)
+      .Add("seconds", secs)
+      .Add("touches_per_s", static_cast<double>(total) / secs)
+      .Add("loop_cpu_s_per_s", loop_ns / 1e9 / secs)
+      .Add("process_cpu_s_per_s", (proc_after - proc_before) / secs)
+      .Add("moved", s.moved - moved_before)
+      .Add("fired", s.fired)
+      .Add("throttled", throttled.load());
+  Emit(ctx, j,
+       Fmt("W7 sessions: %.2f M touches/s applied (%" PRId64
+           " in %.2f s), loop thread %.2f CPU s/s (tid %ld), process %.2f",
+           total / secs / 1e6, total, secs, loop_ns / 1e9 / secs, loop_tid,
+           (proc_after - proc_before) / secs));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = ParseFlags(argc, argv);
+  if (flags.w4_child) return RunW4Child(flags);
+  const Context ctx = MakeContext(flags);
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  self[len > 0 ? len : 0] = '\0';
+
+  if (Wanted(flags, "w1") || Wanted(flags, "w2") || Wanted(flags, "w3")) {
+    RunSetMoveRemove(ctx, 1);
+    RunSetMoveRemove(ctx, 2);
+  }
+  if (Wanted(flags, "w4")) RunW4(ctx, self);
+  if (Wanted(flags, "w5")) {
+    RunW5(ctx, 1);
+    RunW5(ctx, 2);
+  }
+  if (Wanted(flags, "w6")) RunW6(ctx);
+  if (Wanted(flags, "w7")) RunW7(ctx);
+  return 0;
+}
