@@ -1,0 +1,255 @@
+// internal::Wheel against the naive WheelModel: exhaustively on small wheels
+// (every cursor position, deadline and move target), then on seeded random
+// op sequences decoded exactly as the fuzzer decodes its inputs.
+#include "wheel_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace timingwheel {
+namespace testing {
+namespace {
+
+Op SetAt(std::uint32_t key, std::uint64_t deadline) {
+  return Op{OpKind::kSet, key, deadline, /*absolute=*/true};
+}
+Op MoveTo(std::uint32_t key, std::uint64_t deadline) {
+  return Op{OpKind::kMove, key, deadline, /*absolute=*/true};
+}
+Op AdvanceBy(std::uint64_t ticks) { return Op{OpKind::kAdvance, 0, ticks}; }
+
+// Ends a program by advancing far enough that everything fires: tick by tick
+// (NextDueTick and the one-tick path checked at every step) or in one jump.
+void Finish(Program& p, std::uint64_t ticks, bool one_by_one) {
+  if (one_by_one) {
+    for (std::uint64_t i = 0; i < ticks; ++i) p.ops.push_back(AdvanceBy(1));
+  } else {
+    p.ops.push_back(AdvanceBy(ticks));
+  }
+}
+
+TEST(WheelModelTest, ModelSanity) {
+  // The model is the spec: make sure it says what the spec says.
+  WheelModel m;
+  EXPECT_FALSE(m.Set(1, 10, 0));
+  EXPECT_EQ(m.DeadlineOf(1), 1u);
+  EXPECT_TRUE(m.Set(1, 11, 5));
+  EXPECT_TRUE(m.Move(1, 3));
+  EXPECT_FALSE(m.Move(2, 3));
+  EXPECT_EQ(m.NextFireTick(), 3u);
+  EXPECT_TRUE(m.AdvanceTo(2).empty());
+  EXPECT_EQ(m.AdvanceTo(10), (std::vector<Fired>{{3, 1, 11}}));
+  EXPECT_EQ(m.NextFireTick(), kNever);
+  m.Set(2, 1, kNever);
+  EXPECT_EQ(m.DeadlineOf(2), kMaxTick);
+  EXPECT_EQ(m.AdvanceTo(kNever), (std::vector<Fired>{{kMaxTick, 2, 1}}));
+}
+
+TEST(WheelModelTest, DecoderIsTotalAndDeterministic) {
+  const std::uint8_t bytes[] = {0x03, 0x01, 0x05, 0xA0, 0xA1, 0x42,
+                                0x10, 0xE0, 0x00, 0x00, 0x40, 0xF0};
+  const Program a = Decode(bytes, sizeof(bytes));
+  const Program b = Decode(bytes, sizeof(bytes));
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].kind, b.ops[i].kind);
+    EXPECT_EQ(a.ops[i].key, b.ops[i].key);
+    EXPECT_EQ(a.ops[i].delta, b.ops[i].delta);
+  }
+  EXPECT_EQ(a.num_slots, 4u);
+  EXPECT_GT(a.ops.size(), 5u);
+  EXPECT_EQ(RunDifferential(a), "");
+  EXPECT_EQ(RunDifferential(Decode(nullptr, 0)), "");
+}
+
+// A wheel that fires every timer one tick late but reports the requested
+// deadline: the harness must notice, or its silence proves nothing.
+class OneTickLateWheel {
+ public:
+  OneTickLateWheel(std::uint32_t n, SwitchableHash h) : w_(n, h) {}
+  std::uint64_t now() const { return w_.now(); }
+  std::size_t size() const { return w_.size(); }
+  // Always "the next tick" (allowed: early, never late), so that only the
+  // fire ticks themselves give the bug away.
+  std::uint64_t NextDueTick() const {
+    return w_.size() == 0 ? kNever : w_.now() + 1;
+  }
+  bool Set(std::uint32_t k, std::unique_ptr<std::uint64_t> v, std::uint64_t d) {
+    return w_.Set(k, std::move(v), Late(d));
+  }
+  bool Move(std::uint32_t k, std::uint64_t d) { return w_.Move(k, Late(d)); }
+  bool Remove(std::uint32_t k) { return w_.Remove(k); }
+  std::optional<std::uint64_t> DeadlineOf(std::uint32_t k) const {
+    auto d = w_.DeadlineOf(k);
+    if (d) --*d;
+    return d;
+  }
+  template <typename S>
+  void AdvanceTo(std::uint64_t t, S&& s) {
+    w_.AdvanceTo(t, s);
+  }
+  template <typename S>
+  void TakeAll(S&& s) {
+    w_.TakeAll(s);
+  }
+
+ private:
+  std::uint64_t Late(std::uint64_t d) const {
+    return std::max(d, w_.now() + 1) + 1;
+  }
+  ModelWheel w_;
+};
+
+TEST(WheelModelTest, HarnessCatchesALateFire) {
+  Program p;
+  p.num_slots = 4;
+  p.ops = {SetAt(1, 3), AdvanceBy(10)};
+  const std::string err = RunDifferential<OneTickLateWheel>(p);
+  EXPECT_NE(err.find("AdvanceTo"), std::string::npos) << err;
+}
+
+// One timer, one move, on wheels of 1..8 slots: every cursor position in two
+// rotations, every deadline and move target within three rotations of it,
+// and the move issued at every tick before the first deadline. With and
+// without a second timer that keeps the wheel non-empty while it advances,
+// so the cursor really travels (an empty wheel just jumps).
+TEST(WheelModelTest, ExhaustiveSingleMove) {
+  int cases = 0;
+  for (std::uint32_t n = 1; n <= 8; ++n) {
+    for (std::uint64_t now0 = 0; now0 < 2 * n; ++now0) {
+      for (int background = 0; background < 2; ++background) {
+        for (std::uint64_t d1 = now0 + 1; d1 <= now0 + 3 * n; ++d1) {
+          for (std::uint64_t d2 = now0 + 1; d2 <= now0 + 3 * n; ++d2) {
+            for (std::uint64_t at = now0; at < d1; ++at) {
+              Program p;
+              p.num_slots = n;
+              if (background) p.ops.push_back(SetAt(9, 2 * n + 1 + now0 / 2));
+              if (now0 > 0) p.ops.push_back(AdvanceBy(now0));
+              p.ops.push_back(SetAt(5, d1));
+              if (at > now0) p.ops.push_back(AdvanceBy(at - now0));
+              p.ops.push_back(MoveTo(5, d2));
+              Finish(p, 4 * n + 2, (d1 + d2 + at) % 2 == 0);
+              const std::string err = RunDifferential(p);
+              ASSERT_EQ(err, "") << "n=" << n << " now0=" << now0
+                                 << " background=" << background << " d1=" << d1
+                                 << " d2=" << d2 << " move at " << at;
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 100'000);
+}
+
+// Three successive moves (any mix of later and earlier) issued at once, and
+// again spread over the ticks before each current deadline.
+TEST(WheelModelTest, ExhaustiveThreeMoves) {
+  for (std::uint32_t n = 1; n <= 4; ++n) {
+    for (std::uint64_t now0 = 0; now0 < n; ++now0) {
+      const std::uint64_t lo = now0 + 1;
+      const std::uint64_t hi = now0 + 3 * n;
+      for (std::uint64_t d1 = lo; d1 <= hi; ++d1) {
+        for (std::uint64_t d2 = lo; d2 <= hi; ++d2) {
+          for (std::uint64_t d3 = lo; d3 <= hi; ++d3) {
+            for (std::uint64_t d4 = lo; d4 <= hi; ++d4) {
+              for (int spread = 0; spread < 2; ++spread) {
+                Program p;
+                p.num_slots = n;
+                if (now0 > 0) p.ops.push_back(AdvanceBy(now0));
+                // A neighbour in the first deadline's slot.
+                p.ops.push_back(SetAt(2, d1 + n));
+                p.ops.push_back(SetAt(1, d1));
+                std::uint64_t deadline = d1;
+                std::uint64_t now = now0;
+                for (std::uint64_t d : {d2, d3, d4}) {
+                  // Advance half-way to the current deadline before moving.
+                  if (spread && deadline > now + 1) {
+                    const std::uint64_t step = (deadline - now) / 2;
+                    if (step > 0) p.ops.push_back(AdvanceBy(step));
+                    now += step;
+                  }
+                  p.ops.push_back(MoveTo(1, d));
+                  deadline = std::max(d, now + 1);
+                }
+                Finish(p, 5 * n + 2, (d1 + d2 + d3 + d4) % 2 == 0);
+                const std::string err = RunDifferential(p);
+                ASSERT_EQ(err, "")
+                    << "n=" << n << " now0=" << now0 << " d=" << d1 << "," << d2
+                    << "," << d3 << "," << d4 << " spread=" << spread;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Random byte strings through the fuzzer's decoder. Wheels of 1..16 slots
+// and all three hash modes; the decoder mixes sets, earlier and later
+// moves, moves and removes of absent keys, short and huge advances and
+// TakeAll. Seeds are fixed so a failure is reproducible from its index.
+TEST(WheelModelTest, RandomDifferential) {
+  constexpr int kPrograms = 20000;
+  std::mt19937_64 rng(20261101);
+  for (int i = 0; i < kPrograms; ++i) {
+    std::vector<std::uint8_t> bytes(64 + rng() % 512);
+    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(rng());
+    // Header: 1..16 slots (bit 7 clear), hash mode from bits 4..6.
+    bytes[0] &= 0x7F;
+    const Program p = Decode(bytes.data(), bytes.size());
+    ASSERT_GE(p.num_slots, 1u);
+    ASSERT_LE(p.num_slots, 16u);
+    const std::string err = RunDifferential(p);
+    ASSERT_EQ(err, "") << "program #" << i;
+  }
+}
+
+// As above with the wheel busier: few removes and big jumps, many sets, so
+// slots hold long lists with mixed circles and lazy entries.
+TEST(WheelModelTest, RandomDifferentialCrowded) {
+  constexpr int kPrograms = 2000;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < kPrograms; ++i) {
+    Program p;
+    p.num_slots = 1 + rng() % 16;
+    p.hash_mode = static_cast<SwitchableHash::Mode>(rng() % 3);
+    const std::uint64_t n = p.num_slots;
+    for (int j = 0; j < 600; ++j) {
+      const std::uint32_t key = rng() % 64;
+      switch (rng() % 10) {
+        case 0:
+        case 1:
+        case 2:
+          p.ops.push_back({OpKind::kSet, key, rng() % (4 * n + 2)});
+          break;
+        case 3:
+        case 4:
+        case 5:
+          p.ops.push_back({OpKind::kMove, key, rng() % (4 * n + 2)});
+          break;
+        case 6:
+          p.ops.push_back({OpKind::kRemove, key});
+          break;
+        default:
+          p.ops.push_back(AdvanceBy(1 + rng() % (n + 1)));
+          break;
+      }
+    }
+    const std::string err = RunDifferential(p);
+    ASSERT_EQ(err, "") << "program #" << i;
+  }
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace timingwheel

@@ -1,0 +1,781 @@
+// Deterministic unit tests of the single-threaded internal::Wheel: exact fire
+// ticks, clamping, replace/move/remove semantics, NextDueTick, big jumps,
+// unusual key and value types, and that every key and value is destroyed
+// exactly once.
+#include "timingwheel/internal/wheel.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace timingwheel {
+namespace internal {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Optional;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+using ::testing::UnorderedElementsAreArray;
+
+template <typename K, typename V>
+struct Fire {
+  std::uint64_t tick;
+  K key;
+  V value;
+  friend bool operator==(const Fire&, const Fire&) = default;
+  friend bool operator<(const Fire& a, const Fire& b) {
+    return std::tie(a.tick, a.key, a.value) < std::tie(b.tick, b.key, b.value);
+  }
+};
+
+template <typename K, typename V>
+void PrintTo(const Fire<K, V>& f, std::ostream* os) {
+  *os << "{tick " << f.tick << ", key " << ::testing::PrintToString(f.key)
+      << ", value " << ::testing::PrintToString(f.value) << "}";
+}
+
+// Advances and returns what fired, in the order the sink saw it. Also checks
+// that the sink's ticks never go backwards and stay within (from, target].
+template <typename K, typename V, typename H, typename E>
+std::vector<Fire<K, V>> Advance(Wheel<K, V, H, E>& w, std::uint64_t target) {
+  std::vector<Fire<K, V>> out;
+  const std::uint64_t from = w.now();
+  w.AdvanceTo(target, [&](std::uint64_t tick, K&& key, V&& value) {
+    EXPECT_GT(tick, from);
+    EXPECT_LE(tick, std::min(target, kMaxTick));
+    if (!out.empty()) {
+      EXPECT_GE(tick, out.back().tick);
+    }
+    out.push_back({tick, std::move(key), std::move(value)});
+  });
+  return out;
+}
+
+using IntWheel = Wheel<std::uint64_t, std::uint64_t>;
+using F = Fire<std::uint64_t, std::uint64_t>;
+
+TEST(WheelTest, EmptyWheel) {
+  IntWheel w(8);
+  EXPECT_EQ(w.size(), 0u);
+  EXPECT_EQ(w.now(), 0u);
+  EXPECT_EQ(w.num_slots(), 8u);
+  EXPECT_EQ(w.NextDueTick(), kNever);
+  EXPECT_EQ(w.DeadlineOf(1), std::nullopt);
+  EXPECT_THAT(Advance(w, 100), IsEmpty());
+  EXPECT_EQ(w.now(), 100u);
+  // A target at or before now() leaves the cursor where it is.
+  EXPECT_THAT(Advance(w, 50), IsEmpty());
+  EXPECT_EQ(w.now(), 100u);
+}
+
+TEST(WheelTest, FiresExactlyAtDeadlineTick) {
+  // Every deadline within and beyond a rotation, on several wheel sizes,
+  // advancing one tick at a time so an early or late fire shows up.
+  for (std::uint32_t n : {1u, 2u, 3u, 8u, 64u, 65u}) {
+    for (std::uint64_t d = 1; d <= 3 * n + 5; ++d) {
+      IntWheel w(n);
+      EXPECT_FALSE(w.Set(7, 70, d));
+      EXPECT_THAT(w.DeadlineOf(7), Optional(d));
+      for (std::uint64_t t = 1; t < d; ++t) {
+        ASSERT_THAT(Advance(w, t), IsEmpty()) << "n=" << n << " d=" << d;
+      }
+      ASSERT_THAT(Advance(w, d), ElementsAre(F{d, 7, 70}))
+          << "n=" << n << " d=" << d;
+      EXPECT_EQ(w.size(), 0u);
+      EXPECT_EQ(w.NextDueTick(), kNever);
+    }
+  }
+}
+
+TEST(WheelTest, FiresInTickOrderInOneAdvance) {
+  IntWheel w(4);
+  // Deadlines in the same slot on different rotations, and neighbours.
+  const std::vector<std::uint64_t> deadlines = {13, 1, 5, 9, 2, 3, 4, 8, 100};
+  for (std::uint64_t d : deadlines) w.Set(d, d * 10, d);
+  std::vector<F> fired = Advance(w, 99);
+  std::vector<F> want;
+  for (std::uint64_t d : deadlines) {
+    if (d <= 99) want.push_back({d, d, d * 10});
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(fired, want);
+  EXPECT_EQ(w.size(), 1u);
+  EXPECT_THAT(Advance(w, 100), ElementsAre(F{100, 100, 1000}));
+}
+
+TEST(WheelTest, DeadlineAtOrBeforeNowIsClampedToNextTick) {
+  IntWheel w(8);
+  Advance(w, 10);
+  EXPECT_FALSE(w.Set(1, 1, 0));
+  EXPECT_FALSE(w.Set(2, 2, 10));
+  EXPECT_FALSE(w.Set(3, 3, 9));
+  EXPECT_THAT(w.DeadlineOf(1), Optional(11u));
+  EXPECT_THAT(w.DeadlineOf(2), Optional(11u));
+  EXPECT_THAT(w.DeadlineOf(3), Optional(11u));
+  EXPECT_EQ(w.NextDueTick(), 11u);
+  EXPECT_THAT(Advance(w, 11),
+              UnorderedElementsAre(F{11, 1, 1}, F{11, 2, 2}, F{11, 3, 3}));
+}
+
+TEST(WheelTest, MoveClampsLikeSet) {
+  IntWheel w(8);
+  Advance(w, 20);
+  w.Set(1, 1, 40);
+  w.Set(2, 2, 40);
+  w.Set(3, 3, 40);
+  EXPECT_TRUE(w.Move(1, 0));
+  EXPECT_TRUE(w.Move(2, 20));
+  EXPECT_TRUE(w.Move(3, kNever));
+  EXPECT_THAT(w.DeadlineOf(1), Optional(21u));
+  EXPECT_THAT(w.DeadlineOf(2), Optional(21u));
+  EXPECT_THAT(w.DeadlineOf(3), Optional(kMaxTick));
+  EXPECT_THAT(Advance(w, 1000), UnorderedElementsAre(F{21, 1, 1}, F{21, 2, 2}));
+  EXPECT_THAT(w.DeadlineOf(3), Optional(kMaxTick));
+}
+
+TEST(WheelTest, DeadlineAboveMaxTickSaturates) {
+  IntWheel w(16);
+  w.Set(1, 10, kMaxTick + 5);
+  w.Set(2, 20, ~std::uint64_t{0});
+  w.Set(3, 30, kMaxTick);
+  w.Set(4, 40, kMaxTick - 1);
+  EXPECT_THAT(w.DeadlineOf(1), Optional(kMaxTick));
+  EXPECT_THAT(w.DeadlineOf(2), Optional(kMaxTick));
+  EXPECT_THAT(w.DeadlineOf(3), Optional(kMaxTick));
+  EXPECT_THAT(w.DeadlineOf(4), Optional(kMaxTick - 1));
+  EXPECT_LE(w.NextDueTick(), kMaxTick - 1);
+  EXPECT_GT(w.NextDueTick(), 0u);
+  // The jump to the end of time takes a handful of steps, not 2^62.
+  EXPECT_THAT(Advance(w, kMaxTick - 2), IsEmpty());
+  EXPECT_THAT(Advance(w, kMaxTick - 1), ElementsAre(F{kMaxTick - 1, 4, 40}));
+  // A target past kMaxTick stops at kMaxTick, where the saturated ones fire.
+  EXPECT_THAT(Advance(w, ~std::uint64_t{0}),
+              UnorderedElementsAre(F{kMaxTick, 1, 10}, F{kMaxTick, 2, 20},
+                                   F{kMaxTick, 3, 30}));
+  EXPECT_EQ(w.now(), kMaxTick);
+  EXPECT_EQ(w.size(), 0u);
+  EXPECT_EQ(w.NextDueTick(), kNever);
+}
+
+TEST(WheelTest, SetOnPresentKeyReplacesValueAndDeadline) {
+  IntWheel w(8);
+  EXPECT_FALSE(w.Set(5, 1, 6));
+  EXPECT_TRUE(w.Set(5, 2, 12));  // later
+  EXPECT_EQ(w.size(), 1u);
+  EXPECT_THAT(w.DeadlineOf(5), Optional(12u));
+  EXPECT_THAT(Advance(w, 11), IsEmpty());
+  EXPECT_THAT(Advance(w, 100), ElementsAre(F{12, 5, 2}));
+
+  EXPECT_FALSE(w.Set(6, 1, 150));
+  EXPECT_TRUE(w.Set(6, 2, 103));  // earlier
+  EXPECT_TRUE(w.Set(6, 3, 103));  // same deadline, new value
+  EXPECT_EQ(w.size(), 1u);
+  EXPECT_THAT(Advance(w, 1000), ElementsAre(F{103, 6, 3}));
+  EXPECT_EQ(w.size(), 0u);
+}
+
+TEST(WheelTest, SetAfterFireInsertsAgain) {
+  IntWheel w(4);
+  w.Set(1, 1, 3);
+  EXPECT_THAT(Advance(w, 3), ElementsAre(F{3, 1, 1}));
+  EXPECT_FALSE(w.Set(1, 2, 3));  // fired keys are gone; 3 <= now: next tick
+  EXPECT_THAT(Advance(w, 10), ElementsAre(F{4, 1, 2}));
+}
+
+TEST(WheelTest, MoveLaterRepeatedlyAcrossRotations) {
+  for (std::uint32_t n : {1u, 2u, 4u, 7u}) {
+    IntWheel w(n);
+    w.Set(1, 11, 3);
+    std::uint64_t deadline = 3;
+    // Each round: advance to just before the deadline, then push it out by
+    // a growing distance (same slot, next slot, several circles).
+    for (std::uint64_t push : {1u, 2u, 4u, 5u, 8u, 9u, 16u, 33u, 100u}) {
+      ASSERT_THAT(Advance(w, deadline - 1), IsEmpty()) << "n=" << n;
+      deadline += push;
+      ASSERT_TRUE(w.Move(1, deadline));
+      ASSERT_THAT(w.DeadlineOf(1), Optional(deadline));
+      ASSERT_LE(w.NextDueTick(), deadline);
+    }
+    // Also several later moves at one instant.
+    for (int i = 0; i < 5; ++i) {
+      deadline += n + 1;
+      ASSERT_TRUE(w.Move(1, deadline));
+    }
+    for (std::uint64_t t = w.now() + 1; t < deadline; ++t) {
+      ASSERT_THAT(Advance(w, t), IsEmpty()) << "n=" << n << " t=" << t;
+    }
+    EXPECT_THAT(Advance(w, deadline + 10 * n), ElementsAre(F{deadline, 1, 11}))
+        << "n=" << n;
+  }
+}
+
+TEST(WheelTest, MoveEarlierRepeatedly) {
+  IntWheel w(4);
+  w.Set(1, 11, 1000);
+  for (std::uint64_t d : {500u, 499u, 101u, 17u, 16u, 13u, 6u}) {
+    ASSERT_TRUE(w.Move(1, d));
+    ASSERT_THAT(w.DeadlineOf(1), Optional(d));
+    ASSERT_LE(w.NextDueTick(), d);
+  }
+  EXPECT_THAT(Advance(w, 5), IsEmpty());
+  EXPECT_THAT(Advance(w, 2000), ElementsAre(F{6, 1, 11}));
+}
+
+TEST(WheelTest, MoveLaterThenEarlierThenLater) {
+  // Lazy later moves leave the entry in its old slot; an earlier move must
+  // then relink it from wherever it is, and so on.
+  IntWheel w(4);
+  w.Set(1, 11, 2);
+  w.Set(2, 22, 2);  // a neighbour in the same slot
+  ASSERT_TRUE(w.Move(1, 30));
+  ASSERT_TRUE(w.Move(1, 5));
+  ASSERT_TRUE(w.Move(1, 19));
+  ASSERT_TRUE(w.Move(1, 7));
+  ASSERT_TRUE(w.Move(1, 8));
+  EXPECT_THAT(Advance(w, 7), ElementsAre(F{2, 2, 22}));
+  EXPECT_THAT(Advance(w, 8), ElementsAre(F{8, 1, 11}));
+  EXPECT_EQ(w.size(), 0u);
+}
+
+TEST(WheelTest, LazyMoveIsRelinkedByAnEarlierScanOfItsSlot) {
+  // A at 2 and B at 6 share slot 2 of 4. B moved to 7 is relinked when the
+  // slot is scanned at tick 2; B moved to 10 stays in slot 2 a circle more.
+  IntWheel w(4);
+  w.Set(1, 10, 2);
+  w.Set(2, 20, 6);
+  w.Set(3, 30, 6);
+  ASSERT_TRUE(w.Move(2, 7));
+  ASSERT_TRUE(w.Move(3, 10));
+  EXPECT_THAT(Advance(w, 2), ElementsAre(F{2, 1, 10}));
+  EXPECT_THAT(Advance(w, 6), IsEmpty());
+  EXPECT_THAT(Advance(w, 7), ElementsAre(F{7, 2, 20}));
+  EXPECT_THAT(Advance(w, 9), IsEmpty());
+  EXPECT_THAT(Advance(w, 10), ElementsAre(F{10, 3, 30}));
+}
+
+TEST(WheelTest, ManyEntriesInOneSlotOnDifferentCircles) {
+  IntWheel w(4);
+  for (std::uint64_t c = 0; c < 20; ++c) w.Set(c, c, 3 + 4 * c);
+  for (std::uint64_t c = 0; c < 20; ++c) {
+    ASSERT_THAT(Advance(w, 2 + 4 * c), IsEmpty());
+    ASSERT_THAT(Advance(w, 3 + 4 * c), ElementsAre(F{3 + 4 * c, c, c}));
+  }
+}
+
+TEST(WheelTest, MoveOnAbsentKeyIsANoOp) {
+  IntWheel w(8);
+  EXPECT_FALSE(w.Move(1, 5));
+  EXPECT_EQ(w.size(), 0u);
+  EXPECT_EQ(w.DeadlineOf(1), std::nullopt);
+  w.Set(2, 2, 5);
+  EXPECT_FALSE(w.Move(1, 3));
+  EXPECT_THAT(w.DeadlineOf(2), Optional(5u));
+  EXPECT_THAT(Advance(w, 100), ElementsAre(F{5, 2, 2}));
+  EXPECT_FALSE(w.Move(2, 200));  // fired: absent now
+  EXPECT_THAT(Advance(w, 300), IsEmpty());
+}
+
+TEST(WheelTest, RemoveStopsTheTimer) {
+  IntWheel w(4);
+  // Head, middle and tail of one slot's list, and a lazily moved entry.
+  for (std::uint64_t k = 0; k < 5; ++k) w.Set(k, k, 2 + 4 * k);
+  w.Set(9, 9, 2);
+  ASSERT_TRUE(w.Move(9, 23));  // still linked in slot 2
+  EXPECT_TRUE(w.Remove(4));
+  EXPECT_TRUE(w.Remove(0));
+  EXPECT_TRUE(w.Remove(2));
+  EXPECT_TRUE(w.Remove(9));
+  EXPECT_FALSE(w.Remove(9));
+  EXPECT_FALSE(w.Remove(100));
+  EXPECT_EQ(w.size(), 2u);
+  EXPECT_EQ(w.DeadlineOf(0), std::nullopt);
+  EXPECT_THAT(w.DeadlineOf(1), Optional(6u));
+  EXPECT_THAT(Advance(w, 1000), ElementsAre(F{6, 1, 1}, F{14, 3, 3}));
+  EXPECT_EQ(w.NextDueTick(), kNever);
+}
+
+TEST(WheelTest, RemoveLastEntryOfAHotSlotKeepsOthersDue) {
+  IntWheel w(8);
+  w.Set(1, 1, 3);
+  w.Set(2, 2, 5);
+  EXPECT_TRUE(w.Remove(1));
+  EXPECT_LE(w.NextDueTick(), 5u);
+  std::vector<F> fired = Advance(w, w.NextDueTick());  // may be early
+  for (F& f : Advance(w, 5)) fired.push_back(f);
+  EXPECT_THAT(fired, ElementsAre(F{5, 2, 2}));
+}
+
+TEST(WheelTest, NextDueTickIsNeverLate) {
+  IntWheel w(8);
+  EXPECT_EQ(w.NextDueTick(), kNever);
+  w.Set(1, 1, 30);
+  EXPECT_GT(w.NextDueTick(), 0u);
+  EXPECT_LE(w.NextDueTick(), 30u);
+  w.Set(2, 2, 4);
+  EXPECT_GT(w.NextDueTick(), 0u);
+  EXPECT_LE(w.NextDueTick(), 4u);
+  // Later move of the earliest: the bound may lag, but never exceed.
+  w.Move(2, 40);
+  EXPECT_LE(w.NextDueTick(), 30u);
+  w.Remove(1);
+  EXPECT_LE(w.NextDueTick(), 40u);
+  // Following NextDueTick() reaches every fire without skipping it.
+  std::vector<F> fired;
+  while (w.size() > 0) {
+    const std::uint64_t due = w.NextDueTick();
+    ASSERT_GT(due, w.now());
+    for (F& f : Advance(w, due)) fired.push_back(f);
+  }
+  EXPECT_THAT(fired, ElementsAre(F{40, 2, 2}));
+  EXPECT_EQ(w.NextDueTick(), kNever);
+}
+
+TEST(WheelTest, NextDueTickSkipsIdleStretches) {
+  // One timer far beyond the wheel's span: following NextDueTick() must get
+  // there in a few steps, not one per rotation or per tick.
+  for (std::uint32_t n : {1u, 8u, 512u}) {
+    IntWheel w(n);
+    w.Set(1, 1, 1'000'000);
+    w.Set(2, 2, 1'000'000'000);
+    int steps = 0;
+    std::vector<F> fired;
+    while (w.size() > 0) {
+      ASSERT_LT(++steps, 10) << "n=" << n << " stuck at now=" << w.now()
+                             << " next=" << w.NextDueTick();
+      for (F& f : Advance(w, w.NextDueTick())) fired.push_back(f);
+    }
+    EXPECT_THAT(fired, ElementsAre(F{1'000'000, 1, 1}, F{1'000'000'000, 2, 2}));
+  }
+}
+
+TEST(WheelTest, HugeJumpFiresEverythingInOrder) {
+  std::mt19937_64 rng(12345);
+  IntWheel w(512);
+  std::vector<F> want;
+  for (std::uint64_t k = 0; k < 2000; ++k) {
+    const std::uint64_t d = 1 + rng() % 1'000'000'000;
+    w.Set(k, k + 1, d);
+    want.push_back({d, k, k + 1});
+  }
+  w.Set(5000, 1, 1'000'000'001);
+  w.Set(5001, 1, kMaxTick);
+  // Spread lazy moves over the range too.
+  for (std::uint64_t k = 0; k < 2000; k += 7) {
+    want[k].tick += 1 + rng() % 10'000'000;
+    ASSERT_TRUE(w.Move(k, want[k].tick));
+  }
+  std::erase_if(want, [](const F& f) { return f.tick > 1'000'000'000; });
+  std::sort(want.begin(), want.end());
+  std::vector<F> fired = Advance(w, 1'000'000'000);
+  std::stable_sort(fired.begin(), fired.end());  // order within a tick is free
+  EXPECT_EQ(fired, want);
+  EXPECT_EQ(w.now(), 1'000'000'000u);
+  EXPECT_EQ(w.size(), 2002 - want.size());
+  EXPECT_TRUE(w.DeadlineOf(5000).has_value());
+  EXPECT_TRUE(w.DeadlineOf(5001).has_value());
+}
+
+TEST(WheelTest, HugeJumpOnOneSlotWheel) {
+  IntWheel w(1);
+  w.Set(1, 1, 1'000'000'000);
+  w.Set(2, 2, 3'000'000'000);
+  EXPECT_THAT(Advance(w, 2'000'000'000), ElementsAre(F{1'000'000'000, 1, 1}));
+  EXPECT_THAT(Advance(w, 1'000'000'000'000),
+              ElementsAre(F{3'000'000'000, 2, 2}));
+}
+
+TEST(WheelTest, TakeAllThenReuse) {
+  IntWheel w(8);
+  for (std::uint64_t k = 0; k < 100; ++k) w.Set(k, k * 2, 1 + k * 3);
+  w.Move(3, 1000);  // lazy
+  w.Move(90, 2);    // relinked
+  Advance(w, 10);   // fires 0..3 except the moved 3, and 90
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> taken;
+  w.TakeAll(
+      [&](std::uint64_t&& k, std::uint64_t&& v) { taken.emplace_back(k, v); });
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> want;
+  for (std::uint64_t k = 0; k < 100; ++k) {
+    if (k == 90 || (k < 4 && k != 3)) continue;
+    want.emplace_back(k, k * 2);
+  }
+  EXPECT_THAT(taken, UnorderedElementsAreArray(want));
+  EXPECT_EQ(w.size(), 0u);
+  EXPECT_EQ(w.NextDueTick(), kNever);
+  EXPECT_EQ(w.DeadlineOf(50), std::nullopt);
+  EXPECT_EQ(w.now(), 10u);
+  EXPECT_THAT(Advance(w, 2000), IsEmpty());
+
+  // The wheel is fully usable afterwards, old keys included.
+  for (std::uint64_t k = 0; k < 50; ++k) {
+    EXPECT_FALSE(w.Set(k, k + 7, 3000 + k)) << k;
+  }
+  EXPECT_TRUE(w.Move(10, 3100));
+  EXPECT_TRUE(w.Remove(11));
+  std::vector<F> fired = Advance(w, 4000);
+  EXPECT_EQ(fired.size(), 49u);
+  for (const F& f : fired) {
+    EXPECT_EQ(f.value, f.key + 7);
+    EXPECT_EQ(f.tick, f.key == 10 ? 3100 : 3000 + f.key);
+  }
+  // TakeAll on an empty wheel is harmless.
+  int calls = 0;
+  w.TakeAll([&](std::uint64_t&&, std::uint64_t&&) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(WheelTest, OneSlotWheel) {
+  IntWheel w(1);
+  w.Set(1, 1, 5);
+  w.Set(2, 2, 1);
+  w.Set(3, 3, 3);
+  w.Set(4, 4, 3);
+  w.Move(1, 9);  // lazy
+  w.Move(3, 2);  // earlier
+  w.Remove(4);
+  EXPECT_THAT(Advance(w, 1), ElementsAre(F{1, 2, 2}));
+  EXPECT_THAT(Advance(w, 8), ElementsAre(F{2, 3, 3}));
+  EXPECT_TRUE(w.Move(1, 12));
+  EXPECT_THAT(Advance(w, 11), IsEmpty());
+  EXPECT_THAT(Advance(w, 12), ElementsAre(F{12, 1, 1}));
+}
+
+TEST(WheelTest, LargeWheel) {
+  constexpr std::uint32_t kSlots = 1u << 20;
+  IntWheel w(kSlots);
+  EXPECT_GE(w.MemoryBytes(), kSlots * 12u);
+  std::vector<F> want;
+  for (std::uint64_t k = 0; k < 300; ++k) {
+    const std::uint64_t d = 1 + k * 10'007;  // spans about 3 rotations
+    w.Set(k, k, d);
+    want.push_back({d, k, k});
+  }
+  // Just past the last slot of the first rotation and wrapping.
+  w.Set(1000, 1, kSlots);
+  w.Set(1001, 1, kSlots + 1);
+  want.push_back({kSlots, 1000, 1});
+  want.push_back({kSlots + 1, 1001, 1});
+  std::sort(want.begin(), want.end());
+  std::vector<F> fired;
+  while (w.size() > 0) {
+    for (F& f : Advance(w, w.NextDueTick())) fired.push_back(f);
+  }
+  EXPECT_EQ(fired, want);
+}
+
+TEST(WheelTest, MoveOnlyValue) {
+  Wheel<int, std::unique_ptr<int>> w(4);
+  EXPECT_FALSE(w.Set(1, std::make_unique<int>(10), 3));
+  EXPECT_TRUE(w.Set(1, std::make_unique<int>(11), 5));
+  w.Set(2, std::make_unique<int>(20), 6);
+  w.Set(3, nullptr, 7);
+  w.Move(2, 9);
+  std::vector<std::pair<std::uint64_t, int>> fired;
+  w.AdvanceTo(
+      8, [&](std::uint64_t tick, int&& key, std::unique_ptr<int>&& value) {
+        fired.emplace_back(tick, value ? *value : -key);
+        std::unique_ptr<int> mine = std::move(value);  // the sink takes it
+      });
+  EXPECT_THAT(fired, ElementsAre(Pair(5, 11), Pair(7, -3)));
+  std::vector<int> taken;
+  w.TakeAll([&](int&&, std::unique_ptr<int>&& value) {
+    taken.push_back(*value);  // and here the wheel keeps and destroys it
+  });
+  EXPECT_THAT(taken, ElementsAre(20));
+}
+
+class NoDefaultKey {
+ public:
+  explicit NoDefaultKey(int id) : id_(id) {}
+  int id() const { return id_; }
+  friend bool operator==(const NoDefaultKey& a, const NoDefaultKey& b) {
+    return a.id_ == b.id_;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const NoDefaultKey& k) {
+    return H::combine(std::move(h), k.id_);
+  }
+
+ private:
+  int id_;
+};
+
+struct NoDefaultValue {
+  explicit NoDefaultValue(int v) : v(v) {}
+  int v;
+};
+
+TEST(WheelTest, KeyAndValueWithoutDefaultConstructor) {
+  static_assert(!std::is_default_constructible_v<NoDefaultKey>);
+  static_assert(!std::is_default_constructible_v<NoDefaultValue>);
+  Wheel<NoDefaultKey, NoDefaultValue> w(4);
+  w.Set(NoDefaultKey(1), NoDefaultValue(10), 2);
+  w.Set(NoDefaultKey(2), NoDefaultValue(20), 9);
+  EXPECT_TRUE(w.Move(NoDefaultKey(2), 3));
+  EXPECT_THAT(w.DeadlineOf(NoDefaultKey(2)), Optional(3u));
+  std::vector<std::tuple<std::uint64_t, int, int>> fired;
+  w.AdvanceTo(10, [&](std::uint64_t t, NoDefaultKey&& k, NoDefaultValue&& v) {
+    fired.emplace_back(t, k.id(), v.v);
+  });
+  EXPECT_THAT(
+      fired, ElementsAre(std::make_tuple(2, 1, 10), std::make_tuple(3, 2, 20)));
+}
+
+TEST(WheelTest, StringKeys) {
+  Wheel<std::string, int> w(8);
+  // Short (inline) and long (heap) strings, and keys that share prefixes.
+  const std::string long_a(100, 'a');
+  const std::string long_b = std::string(99, 'a') + "b";
+  w.Set("", 1, 4);
+  w.Set("x", 2, 5);
+  w.Set(long_a, 3, 6);
+  w.Set(long_b, 4, 7);
+  EXPECT_TRUE(w.Set("x", 5, 8));
+  EXPECT_TRUE(w.Move(long_a, 20));
+  EXPECT_TRUE(w.Remove(long_b));
+  EXPECT_FALSE(w.Remove(long_b));
+  EXPECT_FALSE(w.Move("y", 3));
+  EXPECT_THAT(w.DeadlineOf(""), Optional(4u));
+  EXPECT_EQ(w.size(), 3u);
+  std::vector<std::tuple<std::uint64_t, std::string, int>> fired;
+  w.AdvanceTo(100, [&](std::uint64_t t, std::string&& k, int&& v) {
+    fired.emplace_back(t, std::move(k), v);
+  });
+  EXPECT_THAT(fired,
+              ElementsAre(std::make_tuple(4, "", 1), std::make_tuple(8, "x", 5),
+                          std::make_tuple(20, long_a, 3)));
+}
+
+TEST(WheelTest, Uint32KeysAreNotConfusedWithEntryIndices) {
+  // The map stores 32-bit entry indices and uses 0xFFFFFFFF and the top bit
+  // as link sentinels. Keys with those values, and small keys inserted in an
+  // order where key != index, must still find their own entries.
+  Wheel<std::uint32_t, std::uint32_t> w(8);
+  std::vector<std::uint32_t> keys = {0xFFFFFFFFu, 0x80000000u, 0x7FFFFFFFu,
+                                     0x80000001u, 4096,        4095};
+  for (std::uint32_t k = 0; k < 100; ++k) keys.push_back(99 - k);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_FALSE(w.Set(keys[i], ~keys[i], 1 + i)) << keys[i];
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_THAT(w.DeadlineOf(keys[i]), Optional(1 + i)) << keys[i];
+  }
+  EXPECT_EQ(w.DeadlineOf(100), std::nullopt);
+  EXPECT_EQ(w.DeadlineOf(0xFFFFFFFEu), std::nullopt);
+  // Remove a few so the free list hands indices back out under new keys.
+  EXPECT_TRUE(w.Remove(0));
+  EXPECT_TRUE(w.Remove(1));
+  EXPECT_TRUE(w.Remove(0xFFFFFFFFu));
+  EXPECT_FALSE(w.Remove(0xFFFFFFFFu));
+  EXPECT_FALSE(w.Set(1000, ~1000u, 500));
+  EXPECT_FALSE(w.Set(1001, ~1001u, 501));
+  EXPECT_TRUE(w.Move(0x80000000u, 502));
+  std::size_t fired = 0;
+  w.AdvanceTo(1000, [&](std::uint64_t t, std::uint32_t&& k, std::uint32_t&& v) {
+    ++fired;
+    EXPECT_EQ(v, ~k) << "key " << k;
+    if (k == 1000) {
+      EXPECT_EQ(t, 500u);
+    }
+    if (k == 0x80000000u) {
+      EXPECT_EQ(t, 502u);
+    }
+    EXPECT_NE(k, 0u);
+    EXPECT_NE(k, 1u);
+    EXPECT_NE(k, 0xFFFFFFFFu);
+  });
+  EXPECT_EQ(fired, keys.size() - 3 + 2);
+}
+
+struct ConstantHash {
+  std::size_t operator()(std::uint64_t) const { return 7; }
+};
+// Distinct full hashes that the wheel's 32-bit fold (h ^ h >> 32) maps to 0.
+struct FoldCollidingHash {
+  std::size_t operator()(std::uint64_t k) const {
+    const std::uint64_t lo = k & 0xFFFFFFFFu;
+    return (lo << 32) | lo;
+  }
+};
+
+template <typename H>
+void CollidingKeysWork() {
+  Wheel<std::uint64_t, std::uint64_t, H> w(8);
+  constexpr std::uint64_t kKeys = 200;
+  for (std::uint64_t k = 0; k < kKeys; ++k) w.Set(k, k + 1, 1 + k % 37);
+  for (std::uint64_t k = 0; k < kKeys; k += 3) ASSERT_TRUE(w.Remove(k));
+  for (std::uint64_t k = 1; k < kKeys; k += 3) ASSERT_TRUE(w.Move(k, 100 + k));
+  for (std::uint64_t k = 2; k < kKeys; k += 6) {
+    ASSERT_TRUE(w.Set(k, k + 2, 50));
+  }
+  EXPECT_FALSE(w.Move(kKeys, 5));
+  EXPECT_FALSE(w.Remove(kKeys));
+  for (std::uint64_t k = 0; k < kKeys; ++k) {
+    std::optional<std::uint64_t> want;
+    if (k % 3 == 1) want = 100 + k;
+    if (k % 3 == 2) want = k % 6 == 2 ? 50 : 1 + k % 37;
+    ASSERT_EQ(w.DeadlineOf(k), want) << k;
+  }
+  std::set<std::uint64_t> seen;
+  w.AdvanceTo(1000, [&](std::uint64_t t, std::uint64_t&& k, std::uint64_t&& v) {
+    EXPECT_TRUE(seen.insert(k).second) << "fired twice: " << k;
+    if (k % 3 == 1) {
+      EXPECT_EQ(t, 100 + k);
+      EXPECT_EQ(v, k + 1);
+    } else if (k % 6 == 2) {
+      EXPECT_EQ(t, 50u);
+      EXPECT_EQ(v, k + 2);
+    } else {
+      EXPECT_EQ(k % 3, 2u);
+      EXPECT_EQ(t, 1 + k % 37);
+      EXPECT_EQ(v, k + 1);
+    }
+  });
+  EXPECT_EQ(seen.size(), kKeys - (kKeys + 2) / 3);
+  EXPECT_EQ(w.size(), 0u);
+}
+
+TEST(WheelTest, ConstantHashAllKeysCollide) {
+  CollidingKeysWork<ConstantHash>();
+}
+
+TEST(WheelTest, FoldedHashesCollide) { CollidingKeysWork<FoldCollidingHash>(); }
+
+// Tracks every live object by address, so a double destruction, a
+// destruction of something never constructed, or a leak is caught exactly.
+class Tracked {
+ public:
+  static std::multiset<const Tracked*>& Live() {
+    static std::multiset<const Tracked*> live;
+    return live;
+  }
+  static int& Errors() {
+    static int errors = 0;
+    return errors;
+  }
+
+  explicit Tracked(int id) : id_(id) { Register(); }
+  Tracked(const Tracked& o) : id_(o.id_) { Register(); }
+  Tracked(Tracked&& o) noexcept : id_(o.id_) {
+    o.id_ = -1;
+    Register();
+  }
+  Tracked& operator=(const Tracked& o) {
+    id_ = o.id_;
+    return *this;
+  }
+  Tracked& operator=(Tracked&& o) noexcept {
+    id_ = o.id_;
+    o.id_ = -1;
+    return *this;
+  }
+  ~Tracked() {
+    auto it = Live().find(this);
+    if (it == Live().end()) {
+      ++Errors();
+    } else {
+      Live().erase(it);
+    }
+    id_ = -2;
+  }
+  int id() const { return id_; }
+  friend bool operator==(const Tracked& a, const Tracked& b) {
+    return a.id_ == b.id_;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const Tracked& t) {
+    return H::combine(std::move(h), t.id_);
+  }
+
+ private:
+  void Register() {
+    if (Live().count(this) != 0) ++Errors();
+    Live().insert(this);
+  }
+  int id_;
+};
+
+class WheelLifetimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Tracked::Live().clear();
+    Tracked::Errors() = 0;
+  }
+  void ExpectAllDestroyedOnce() {
+    EXPECT_EQ(Tracked::Errors(), 0) << "double or foreign destruction";
+    EXPECT_THAT(Tracked::Live(), IsEmpty()) << "leaked keys or values";
+  }
+};
+
+TEST_F(WheelLifetimeTest, EveryKeyAndValueDestroyedExactlyOnce) {
+  {
+    Wheel<Tracked, Tracked> w(4);
+    // Enough entries for two pool chunks, so chunk boundaries are covered.
+    for (int k = 0; k < 5000; ++k) w.Set(Tracked(k), Tracked(k), 1 + k % 13);
+    for (int k = 0; k < 5000; k += 5) w.Remove(Tracked(k));  // remove
+    for (int k = 1; k < 5000; k += 5) w.Set(Tracked(k), Tracked(-k), 3);
+    for (int k = 2; k < 5000; k += 5) w.Move(Tracked(k), 40 + k);  // lazy
+    for (int k = 3; k < 5000; k += 10) w.Move(Tracked(k), 1);      // earlier
+    int fired = 0;
+    w.AdvanceTo(6, [&](std::uint64_t, Tracked&& k, Tracked&& v) {
+      ++fired;
+      EXPECT_GE(k.id(), 0);
+      if (k.id() % 2 == 0) Tracked keep = std::move(v);  // moved out
+    });
+    EXPECT_GT(fired, 0);
+    ASSERT_EQ(Tracked::Errors(), 0);
+    // Reuse freed pool entries, then hand some to TakeAll mid-life.
+    for (int k = 5000; k < 5500; ++k) w.Set(Tracked(k), Tracked(k), 100);
+    std::size_t taken = 0;
+    w.TakeAll([&](Tracked&& k, Tracked&& v) {
+      ++taken;
+      if (k.id() % 3 == 0) Tracked keep = std::move(v);
+    });
+    EXPECT_GT(taken, 500u);
+    // And leave a population, lazily moved ones included, to the destructor.
+    for (int k = 0; k < 3000; ++k) w.Set(Tracked(k), Tracked(k), 200 + k);
+    for (int k = 0; k < 3000; k += 2) w.Move(Tracked(k), 10'000 + k);
+    for (int k = 1; k < 3000; k += 4) w.Remove(Tracked(k));
+    EXPECT_EQ(Tracked::Errors(), 0);
+    // Each pending entry holds exactly one key and one value.
+    EXPECT_EQ(Tracked::Live().size(), 2 * w.size());
+  }
+  ExpectAllDestroyedOnce();
+}
+
+TEST_F(WheelLifetimeTest, ReplacedValueDestroyedAtOnce) {
+  Wheel<int, Tracked> w(4);
+  w.Set(1, Tracked(1), 5);
+  EXPECT_EQ(Tracked::Live().size(), 1u);
+  w.Set(1, Tracked(2), 6);
+  EXPECT_EQ(Tracked::Live().size(), 1u);  // the superseded value is gone
+  w.Remove(1);
+  EXPECT_THAT(Tracked::Live(), IsEmpty());
+  ExpectAllDestroyedOnce();
+}
+
+TEST(WheelTest, MemoryAccounting) {
+  EXPECT_EQ((Wheel<std::uint64_t, std::uint64_t>::EntryBytes()), 32u);
+  IntWheel w(64);
+  const std::size_t empty = w.MemoryBytes();
+  EXPECT_GE(empty, 64u * 12u);
+  w.Reserve(10'000);
+  for (std::uint64_t k = 0; k < 10'000; ++k) w.Set(k, k, 1 + k);
+  EXPECT_GE(w.MemoryBytes(), empty + 10'000 * IntWheel::EntryBytes());
+  // Reserve is only a hint: behaviour is unchanged.
+  EXPECT_EQ(Advance(w, 10'000).size(), 10'000u);
+}
+
+}  // namespace
+}  // namespace internal
+}  // namespace timingwheel
