@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Checks that other projects can use timingwheel, in the two ways the README
+# documents:
+#   1. as a Meson subproject: copies tests/consumer/project to a temp dir,
+#      links subprojects/timingwheel to this repository, builds it with
+#      --wrap-mode=nodownload and runs it (and checks that the subproject
+#      built only the library, none of our tests/examples/benchmarks);
+#   2. installed: `meson install --destdir` of this repository into a temp
+#      dir, then compiles the same main.cc with `pkg-config timingwheel`.
+# Usage: run_consumer.sh [REPO_ROOT]   (default: two levels up from here)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "${1:-$here/../..}" && pwd)
+expected='timingwheel consumer: timer fired after 3 ticks (value 7)'
+jobs=${CONSUMER_JOBS:-2}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/timingwheel-consumer.XXXXXX")
+cleanup() { rm -rf "$tmp"; }
+trap cleanup EXIT
+
+fail() { echo "run_consumer: FAIL: $*" >&2; exit 1; }
+
+check_output() {  # $1 = what, $2 = binary
+  local out
+  out=$("$2") || fail "$1: $2 exited with $?"
+  echo "$out"
+  [[ "$out" == *"$expected"* ]] || fail "$1: unexpected output"
+}
+
+# Part 1: Meson subproject.
+echo "== consumer as a Meson subproject ($repo)"
+cp -R "$here/project" "$tmp/project"
+mkdir -p "$tmp/project/subprojects"
+ln -s "$repo" "$tmp/project/subprojects/timingwheel"
+meson setup "$tmp/build-sub" "$tmp/project" --wrap-mode=nodownload \
+  >"$tmp/setup-sub.log" 2>&1 || { cat "$tmp/setup-sub.log"; fail "meson setup (subproject)"; }
+ninja -C "$tmp/build-sub" -j "$jobs" >"$tmp/ninja-sub.log" 2>&1 \
+  || { cat "$tmp/ninja-sub.log"; fail "build (subproject)"; }
+# As a subproject, timingwheel must build the library and nothing else.
+extra=$(meson introspect --targets "$tmp/build-sub" | python3 -c '
+import json, sys
+names = [t["name"] for t in json.load(sys.stdin)]
+print(" ".join(n for n in names if n not in ("consumer", "timingwheel")))')
+[[ -z "$extra" ]] || fail "the subproject built more than the library: $extra"
+if meson introspect --tests "$tmp/build-sub" | grep -q '"name"'; then
+  fail "the subproject registered tests"
+fi
+check_output "subproject" "$tmp/build-sub/consumer"
+
+# Part 2: installed copy through pkg-config.
+echo "== consumer of an installed copy (pkg-config timingwheel)"
+meson setup "$tmp/build-inst" "$repo" --wrap-mode=nodownload --prefix=/usr/local \
+  -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled \
+  >"$tmp/setup-inst.log" 2>&1 || { cat "$tmp/setup-inst.log"; fail "meson setup (install)"; }
+ninja -C "$tmp/build-inst" -j "$jobs" >"$tmp/ninja-inst.log" 2>&1 \
+  || { cat "$tmp/ninja-inst.log"; fail "build (install)"; }
+destdir="$tmp/root"
+meson install -C "$tmp/build-inst" --destdir "$destdir" >"$tmp/install.log" 2>&1 \
+  || { cat "$tmp/install.log"; fail "meson install"; }
+pc=$(find "$destdir" -name timingwheel.pc -print -quit)
+[[ -n "$pc" ]] || fail "no timingwheel.pc installed"
+[[ -f "$destdir/usr/local/include/timingwheel/timing_wheel.h" ]] \
+  || fail "timing_wheel.h not installed under include/timingwheel/"
+export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export PKG_CONFIG_SYSROOT_DIR="$destdir"
+pkg-config --exists --print-errors timingwheel || fail "pkg-config timingwheel"
+lib=$(find "$destdir" -name 'libtimingwheel.so*' -print -quit)
+[[ -n "$lib" ]] || fail "no libtimingwheel.so installed"
+read -r -a flags <<<"$(pkg-config --cflags --libs timingwheel)"
+echo "pkg-config timingwheel: ${flags[*]}"
+"${CXX:-c++}" -o "$tmp/consumer-pc" "$here/project/main.cc" "${flags[@]}" \
+  -Wl,-rpath,"$(dirname "$lib")" || fail "compile against pkg-config timingwheel"
+check_output "pkg-config" "$tmp/consumer-pc"
+
+echo "run_consumer: OK"
