@@ -10,8 +10,9 @@
 # By default it configures and builds a release tree, build-release (NDEBUG,
 # no tests or examples), so the figures are not those of a debug build.
 # --use-build=DIR runs the binaries of an existing build tree instead (what
-# `meson compile bench` does). Extra flags go to the workloads program; with
-# --n below 1M the micro-benchmarks run shorter too.
+# `meson compile bench` does). Extra flags go to the workloads program.
+# MICRO_MIN_TIME (seconds per micro-benchmark, default 0.5) shortens the
+# micro run; MICRO_FILTER selects benchmarks (a regex, default all).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -51,11 +52,11 @@ if [[ -x "$builddir/bench/wheel_micro" ]]; then
   "$builddir/bench/wheel_micro" --benchmark_format=json \
     --benchmark_out="$results/$date-micro.json" \
     --benchmark_out_format=json --benchmark_format=console \
-    --benchmark_min_time=0.3
+    --benchmark_min_time="${MICRO_MIN_TIME:-0.5}" \
+    --benchmark_filter="${MICRO_FILTER:-.}"
 fi
 
 echo "== chart and table" >&2
-python3 "$here/chart.py" "$results/$date.jsonl" \
-  ${results:+--micro="$results/$date-micro.json"} -o "$results/chart.svg"
+python3 "$here/chart.py" "$results/$date.jsonl" -o "$results/chart.svg"
 python3 "$here/table.py" "$results/$date.jsonl" \
   --micro="$results/$date-micro.json"

@@ -338,27 +338,66 @@ Clock::time_point WaitApplied(const TW& wheel, std::uint64_t target) {
   return Clock::now();
 }
 
-// Runs fn(p) on `producers` threads, released together; returns the time of
-// release and the time the last of them returned.
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
+struct ProducerRun {
+  Clock::time_point start;  // when the producers were released
+  Clock::time_point end;    // when the last of them returned
+  double cpu_seconds = 0;   // their CPU time, summed
+};
+
+// Runs fn(p) on `producers` threads, released together. Their CPU time is
+// measured too: on a loaded machine it says what a call costs where wall
+// time cannot.
 template <typename Fn>
-std::pair<Clock::time_point, Clock::time_point> RunProducers(int producers,
-                                                             Fn fn) {
+ProducerRun RunProducers(int producers, Fn fn) {
   std::atomic<bool> go{false};
   std::atomic<int> ready{0};
+  std::vector<double> cpu(producers, 0);
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) {
       }
+      const double c0 = ThreadCpuSeconds();
       fn(p);
+      cpu[p] = ThreadCpuSeconds() - c0;
     });
   }
   while (ready.load() != producers) std::this_thread::yield();
-  const Clock::time_point start = Clock::now();
+  ProducerRun run;
+  run.start = Clock::now();
   go.store(true, std::memory_order_release);
   for (std::thread& t : threads) t.join();
-  return {start, Clock::now()};
+  run.end = Clock::now();
+  for (double c : cpu) run.cpu_seconds += c;
+  return run;
+}
+
+// The loop thread's CPU time between two ThreadCpuNs() snapshots: the
+// busiest thread that existed at `before` (so not a producer started
+// since), is not in `exclude` (our own threads), and is still alive. The
+// execute workers are idle in the workloads that use this (nothing fires),
+// so the busiest is the loop. Returns ns and sets *tid.
+std::int64_t LoopCpuNs(const std::map<long, std::int64_t>& before,
+                       const std::map<long, std::int64_t>& after,
+                       const std::set<long>& exclude, long* tid) {
+  std::int64_t best = 0;
+  *tid = 0;
+  for (const auto& [t, ns] : after) {
+    auto it = before.find(t);
+    if (it == before.end() || exclude.count(t) != 0) continue;
+    if (ns - it->second > best) {
+      best = ns - it->second;
+      *tid = t;
+    }
+  }
+  return best;
 }
 
 std::unique_ptr<TW> MakeWheel(absl::Duration interval, int slots,
@@ -409,11 +448,28 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
     return std::pair<std::int64_t, std::int64_t>(n * p / producers,
                                                  n * (p + 1) / producers);
   };
-  auto report = [&](const char* workload, const char* name,
-                    std::uint64_t applied_before, Clock::time_point start,
-                    Clock::time_point enqueued, Clock::time_point applied) {
+  // One timed phase: submit n commands from the producers, wait until the
+  // loop has applied them, report. Besides the applied rate (wall time, at
+  // the mercy of whoever else runs on this machine) it reports CPU time per
+  // command on each side: the producers' (the call) and the loop thread's
+  // (dequeue + apply), which are steadier figures on a shared machine.
+  auto phase = [&](const char* workload, const char* name, auto submit_one) {
+    const std::uint64_t before = wheel->stats().applied;
+    const auto cpu_before = ThreadCpuNs();
+    const ProducerRun run = RunProducers(producers, [&](int p) {
+      auto [b, e] = share(p);
+      for (std::int64_t i = b; i < e; ++i) {
+        if (!submit_one(i).ok()) errors.fetch_add(1);
+      }
+    });
+    const Clock::time_point applied =
+        WaitApplied(*wheel, before + static_cast<std::uint64_t>(n));
+    long loop_tid = 0;
+    const std::int64_t loop_ns =
+        LoopCpuNs(cpu_before, ThreadCpuNs(), {Tid()}, &loop_tid);
     const timingwheel::Stats s = wheel->stats();
-    const double secs = Seconds(start, applied);
+    const double secs = Seconds(run.start, applied);
+    const double enq_secs = Seconds(run.start, run.end);
     Json j;
     j.Add("workload", workload)
         .Add("name", name)
@@ -425,62 +481,34 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
         .Add("delay_ms_max", 600000)
         .Add("seconds", secs)
         .Add("ops_per_s", static_cast<double>(n) / secs)
-        .Add("enqueue_ops_per_s",
-             static_cast<double>(n) / Seconds(start, enqueued))
-        .Add("applied", s.applied - applied_before)
+        .Add("enqueue_ops_per_s", static_cast<double>(n) / enq_secs)
+        .Add("producer_cpu_ns_per_op", run.cpu_seconds * 1e9 / n)
+        .Add("loop_cpu_ns_per_op", static_cast<double>(loop_ns) / n)
+        .Add("applied", s.applied - before)
         .Add("pending_after", static_cast<std::uint64_t>(s.pending))
         .Add("errors", errors.load());
     Emit(ctx, j,
          Fmt("%s %s, %d producer(s): %.2f M/s applied (%.2f M/s enqueued), "
-             "%.3f s, %zu pending after",
-             workload, name, producers, n / secs / 1e6,
-             n / Seconds(start, enqueued) / 1e6, secs, s.pending));
+             "%.3f s; CPU per op: producers %.0f ns, loop %.0f ns; %zu "
+             "pending after",
+             workload, name, producers, n / secs / 1e6, n / enq_secs / 1e6,
+             secs, run.cpu_seconds * 1e9 / n, static_cast<double>(loop_ns) / n,
+             s.pending));
   };
 
-  // W1: set.
-  {
-    const std::uint64_t before = wheel->stats().applied;
-    auto [start, enqueued] = RunProducers(producers, [&](int p) {
-      auto [b, e] = share(p);
-      for (std::int64_t i = b; i < e; ++i) {
-        if (!wheel
-                 ->SetTimer(keys[i], static_cast<std::uint64_t>(i),
-                            absl::Milliseconds(set_delay_ms[i]))
-                 .ok()) {
-          errors.fetch_add(1);
-        }
-      }
+  phase("W1", "set", [&](std::int64_t i) {
+    return wheel->SetTimer(keys[i], static_cast<std::uint64_t>(i),
+                           absl::Milliseconds(set_delay_ms[i]));
+  });
+  if (Wanted(ctx.flags, "w2")) {
+    phase("W2", "move", [&](std::int64_t i) {
+      return wheel->MoveTimer(move_keys[i],
+                              absl::Milliseconds(move_delay_ms[i]));
     });
-    const Clock::time_point applied = WaitApplied(*wheel, before + n);
-    report("W1", "set", before, start, enqueued, applied);
   }
-  // W2: move random present keys.
-  if (Wanted(ctx.flags, "w2") || ctx.flags.only.empty()) {
-    const std::uint64_t before = wheel->stats().applied;
-    auto [start, enqueued] = RunProducers(producers, [&](int p) {
-      auto [b, e] = share(p);
-      for (std::int64_t i = b; i < e; ++i) {
-        if (!wheel
-                 ->MoveTimer(move_keys[i], absl::Milliseconds(move_delay_ms[i]))
-                 .ok()) {
-          errors.fetch_add(1);
-        }
-      }
-    });
-    const Clock::time_point applied = WaitApplied(*wheel, before + n);
-    report("W2", "move", before, start, enqueued, applied);
-  }
-  // W3: remove all, in random order.
-  if (Wanted(ctx.flags, "w3") || ctx.flags.only.empty()) {
-    const std::uint64_t before = wheel->stats().applied;
-    auto [start, enqueued] = RunProducers(producers, [&](int p) {
-      auto [b, e] = share(p);
-      for (std::int64_t i = b; i < e; ++i) {
-        if (!wheel->RemoveTimer(remove_keys[i]).ok()) errors.fetch_add(1);
-      }
-    });
-    const Clock::time_point applied = WaitApplied(*wheel, before + n);
-    report("W3", "remove", before, start, enqueued, applied);
+  if (Wanted(ctx.flags, "w3")) {
+    phase("W3", "remove",
+          [&](std::int64_t i) { return wheel->RemoveTimer(remove_keys[i]); });
   }
 }
 
@@ -698,6 +726,26 @@ void RunW6(const Context& ctx) {
   WaitApplied(*wheel, static_cast<std::uint64_t>(n));
   const double idle_full = measure();
   const std::uint64_t fired = wheel->stats().fired;
+  wheel.reset();
+
+  // Beyond peers.md: the same N timers spread uniformly over the next hour,
+  // the shape of real session or cache timeouts. A single-level wheel keeps
+  // ~N/num_slots entries of later rotations in every slot and walks a slot
+  // whenever one of them is due this rotation, so this shows what those
+  // walks cost when the loop is otherwise idle. ~N/720 timers fire in 5 s.
+  wheel = MakeWheel(absl::Milliseconds(1), 512, 1,
+                    [](std::uint64_t, std::uint64_t) {});
+  Rng rng(6);
+  for (std::int64_t i = 0; i < n; ++i) {
+    wheel
+        ->SetTimer(Mix(static_cast<std::uint64_t>(i)),
+                   static_cast<std::uint64_t>(i),
+                   absl::Milliseconds(rng.Between(1000, 3600000)))
+        .IgnoreError();
+  }
+  WaitApplied(*wheel, static_cast<std::uint64_t>(n));
+  const double idle_spread = measure();
+  const std::uint64_t fired_spread = wheel->stats().fired;
   Json j;
   j.Add("workload", "W6")
       .Add("name", "idle")
@@ -707,11 +755,13 @@ void RunW6(const Context& ctx) {
       .Add("window_seconds", window)
       .Add("cpu_s_per_s_empty", idle_empty)
       .Add("cpu_s_per_s_full", idle_full)
-      .Add("fired", fired);
+      .Add("fired", fired)
+      .Add("cpu_s_per_s_spread", idle_spread)
+      .Add("fired_spread", fired_spread);
   Emit(ctx, j,
        Fmt("W6 idle at 1 ms: %.5f CPU s/s empty, %.5f CPU s/s with %" PRId64
-           " timers due in 1 h",
-           idle_empty, idle_full, n));
+           " timers due in 1 h (%.5f with them spread over the hour)",
+           idle_empty, idle_full, n, idle_spread));
 }
 
 // ------------------------------------------------------------------ W7 --
@@ -763,34 +813,34 @@ void RunW7(const Context& ctx) {
     std::this_thread::sleep_for(std::chrono::duration<double>(window));
     stop.store(true);
   });
-  const Clock::time_point start =
-      RunProducers(2, [&](int p) {
-        prod[p].tid.store(Tid());
-        Rng rng(700 + p);
-        std::int64_t mine = 0;
-        while (!stop.load(std::memory_order_relaxed)) {
-          for (int k = 0; k < 1024; ++k) {
-            wheel
-                ->MoveTimer(Mix(rng.Below(static_cast<std::uint64_t>(n))),
-                            absl::Seconds(30))
-                .IgnoreError();
-          }
-          mine += 1024;
-          prod[p].submitted.store(mine, std::memory_order_relaxed);
-          for (;;) {
-            const std::int64_t total =
-                prod[0].submitted.load() + prod[1].submitted.load();
-            const std::int64_t applied =
-                static_cast<std::int64_t>(wheel->stats().applied - base);
-            if (total - applied <= kMaxBacklog ||
-                stop.load(std::memory_order_relaxed)) {
-              break;
-            }
-            throttled.fetch_add(1, std::memory_order_relaxed);
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
-          }
+  const ProducerRun run = RunProducers(2, [&](int p) {
+    prod[p].tid.store(Tid());
+    Rng rng(700 + p);
+    std::int64_t mine = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int k = 0; k < 1024; ++k) {
+        wheel
+            ->MoveTimer(Mix(rng.Below(static_cast<std::uint64_t>(n))),
+                        absl::Seconds(30))
+            .IgnoreError();
+      }
+      mine += 1024;
+      prod[p].submitted.store(mine, std::memory_order_relaxed);
+      for (;;) {
+        const std::int64_t total =
+            prod[0].submitted.load() + prod[1].submitted.load();
+        const std::int64_t applied =
+            static_cast<std::int64_t>(wheel->stats().applied - base);
+        if (total - applied <= kMaxBacklog ||
+            stop.load(std::memory_order_relaxed)) {
+          break;
         }
-      }).first;
+        throttled.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+  });
+  const Clock::time_point start = run.start;
   timer.join();
   const std::int64_t total =
       prod[0].submitted.load() + prod[1].submitted.load();
@@ -799,22 +849,9 @@ void RunW7(const Context& ctx) {
   const double proc_after = ProcessCpuSeconds();
   const double secs = Seconds(start, applied);
 
-  std::int64_t loop_ns = 0;
   long loop_tid = 0;
-  const long main_tid = Tid();
-  const long timer_tid = timer_tid_slot.load();
-  for (const auto& [tid, ns] : cpu_after) {
-    if (tid == main_tid || tid == timer_tid || tid == prod[0].tid.load() ||
-        tid == prod[1].tid.load()) {
-      continue;
-    }
-    auto it = cpu_before.find(tid);
-    const std::int64_t delta = ns - (it == cpu_before.end() ? 0 : it->second);
-    if (delta > loop_ns) {
-      loop_ns = delta;
-      loop_tid = tid;
-    }
-  }
+  const std::int64_t loop_ns = LoopCpuNs(
+      cpu_before, cpu_after, {Tid(), timer_tid_slot.load()}, &loop_tid);
   const timingwheel::Stats s = wheel->stats();
   Json j;
   j.Add("workload", "W7")
@@ -829,6 +866,8 @@ void RunW7(const Context& ctx) {
       .Add("seconds", secs)
       .Add("touches_per_s", static_cast<double>(total) / secs)
       .Add("loop_cpu_s_per_s", loop_ns / 1e9 / secs)
+      .Add("loop_cpu_ns_per_touch", static_cast<double>(loop_ns) / total)
+      .Add("producer_cpu_ns_per_touch", run.cpu_seconds * 1e9 / total)
       .Add("process_cpu_s_per_s", (proc_after - proc_before) / secs)
       .Add("moved", s.moved - moved_before)
       .Add("fired", s.fired)

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Prints a Markdown table of our workload results vs the peers of
+docs/peers.md vs the targets, with ratios (for the README).
+
+  bench/table.py bench/results/<date>.jsonl [--micro=<date>-micro.json]
+
+"x target" and "x best peer" say how many times better ours is (> 1:
+better; for lower-is-better metrics the ratio is inverted so that > 1 still
+means better). Peer figures that count only enqueued commands are shown but
+not used as the best peer: our figures count applied commands.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchdata  # noqa: E402
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "n/a"
+    if isinstance(v, str):
+        return v
+    a = abs(v)
+    if a == 0:
+        s = "0"
+    elif a >= 100:
+        s = "%.0f" % v
+    elif a >= 10:
+        s = "%.1f" % v
+    elif a >= 0.1:
+        s = "%.2f" % v
+    else:
+        s = "%.2g" % v
+    return s + (" " + unit if unit else "")
+
+
+def fmt_ratio(r):
+    if r is None:
+        return ""
+    if r == float("inf"):
+        return "inf"
+    return ("%.2fx" % r) if r < 10 else ("%.0fx" % r)
+
+
+def peer_cell(metric, name):
+    fig = (metric.get("peers") or {}).get(name)
+    if not fig:
+        return "n/a" if metric.get("peers") else ""
+    lo, hi = fig[0], fig[1]
+    s = fmt(lo) if lo == hi else "%s-%s" % (fmt(lo), fmt(hi))
+    if len(fig) > 2:
+        s += " (%s)" % fig[2]
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--micro")
+    ap.add_argument("--peers")
+    args = ap.parse_args()
+    peers = benchdata.load_peers(args.peers)
+    results = benchdata.load_results(args.results)
+    by_id = {m["id"]: m for m in peers["metrics"]}
+
+    first = results[0] if results else {}
+    m = first.get("machine", {})
+    print("Results: `%s` (%s, %s cores, %s, commit %s, n=%s)\n" % (
+        os.path.basename(args.results), first.get("date", "?"),
+        m.get("cores", "?"), m.get("cpu", "?"), first.get("commit", "?"),
+        first.get("n", "?")))
+    names = peers["peers"]
+    print("| workload | ours | " + " | ".join(names) +
+          " | target | x target | x best peer |")
+    print("| --- | --- | " + " | ".join("---" for _ in names) +
+          " | --- | --- | --- |")
+    for metric in peers["metrics"]:
+        unit = metric["unit"]
+        v = benchdata.ours(results, metric)
+        if metric.get("field2"):
+            r = benchdata.select(results, metric["select"])
+            ours_s = "%s / %s" % (r.get(metric["field"]), r.get(
+                metric["field2"])) if r else "n/a"
+            t_ratio = ""
+        else:
+            ours_s = "**%s**" % fmt(v, unit)
+            t = benchdata.target(results, metric, by_id)
+            t_ratio = fmt_ratio(benchdata.advantage(metric, v, t)) if t else ""
+        best = benchdata.best_peer(metric)
+        p_ratio = ""
+        if best and v is not None and not metric.get("field2"):
+            p_ratio = "%s (%s)" % (
+                fmt_ratio(benchdata.advantage(metric, v, best[1])), best[0])
+        print("| %s | %s | %s | %s | %s | %s |" % (
+            metric["label"], ours_s,
+            " | ".join(peer_cell(metric, n) for n in names),
+            metric.get("target_text", ""), t_ratio, p_ratio))
+
+    extra = benchdata.select(results, {"workload": "W6"})
+    if extra and extra.get("cpu_s_per_s_spread") is not None:
+        print("\nW6 extension: 1 M timers spread uniformly over the next hour "
+              "(not in peers.md): %s CPU s/s." %
+              fmt(extra["cpu_s_per_s_spread"]))
+    w5 = benchdata.select(results, {"workload": "W5", "execute_workers": 1})
+    if w5:
+        print("\nW5 details (1 worker): all callbacks done %.3f s after the "
+              "first submission; lateness p50 %s, p99 %s, max %s; early %s, "
+              "twice %s." % (w5["wall_seconds"], fmt(w5["late_ms_p50"], "ms"),
+                             fmt(w5["late_ms_p99"], "ms"),
+                             fmt(w5["late_ms_max"], "ms"), w5["early"],
+                             w5["fired_twice"]))
+    w5b = benchdata.select(results, {"workload": "W5", "execute_workers": 2})
+    if w5b:
+        print("With 2 execute workers: done after %.3f s; p50 %s, p99 %s, "
+              "max %s; early %s, twice %s." % (
+                  w5b["wall_seconds"], fmt(w5b["late_ms_p50"], "ms"),
+                  fmt(w5b["late_ms_p99"], "ms"), fmt(w5b["late_ms_max"], "ms"),
+                  w5b["early"], w5b["fired_twice"]))
+
+    if args.micro and os.path.exists(args.micro):
+        micro, ctx = benchdata.load_micro(args.micro)
+        print("\nMicro-benchmarks of the Wheel core alone (`%s`, CPU time; "
+              "/1024 = cache-resident, /1048576 = 1 Mi timers):\n" %
+              os.path.basename(args.micro))
+        print("| benchmark | ns per op | M ops/s |")
+        print("| --- | --- | --- |")
+        for name, ns, b in micro:
+            print("| %s | %s | %s |" % (
+                name, fmt(ns), fmt(1e3 / ns if ns else None)))
+    print("\nRatios: > 1 means ours is better (lower-is-better metrics are "
+          "inverted). Figures are good to about 2x on this noisy machine.")
+
+
+if __name__ == "__main__":
+    main()
