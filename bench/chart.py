@@ -154,7 +154,7 @@ def main():
     metrics = [m for m in peers["metrics"] if m.get("chart")]
     rows = (len(metrics) + COLS - 1) // COLS
     width = COLS * PANEL_W + 20
-    height = rows * PANEL_H + 70
+    height = rows * PANEL_H + 80
     first = results[0] if results else {}
     machine = first.get("machine", {})
     head = ("timingwheel vs peers (%s, %s cores %s, commit %s, n=%s)" % (
@@ -181,15 +181,17 @@ def main():
         '<rect width="100%" height="100%" fill="white"/>',
         '<text x="10" y="20" style="font-size:14px;font-weight:bold">%s'
         '</text>' % escape(head),
-        '<text x="10" y="38" style="font-size:11px">Log scale. Peers from '
+        '<text x="10" y="36" style="font-size:11px">Log scale. Peers from '
         'docs/peers.md; all figures good to ~2x. Ratios: times better than '
-        'target / best peer (&gt; 1 = better). Hatched: the peer counts '
+        'target / best peer (&gt; 1 = better).</text>',
+        '<text x="10" y="50" style="font-size:11px">Hatched: the peer counts '
         'enqueued, not applied, commands; light grey: top of a peer\'s '
-        'range; red dashed: target.</text>',
+        'range; red dashed: target (W1 2 producers: our 1-producer '
+        'figure).</text>',
     ]
     for i, metric in enumerate(metrics):
         x0 = 10 + (i % COLS) * PANEL_W
-        y0 = 55 + (i // COLS) * PANEL_H
+        y0 = 65 + (i // COLS) * PANEL_H
         out.extend(panel(metric, results, by_id, x0, y0))
     out.append("</svg>")
     path = args.output or os.path.join(benchdata.HERE, "results", "chart.svg")
