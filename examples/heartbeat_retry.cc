@@ -20,18 +20,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "example_util.h"
@@ -62,6 +61,28 @@ struct Task {
   int count = 1;            // heartbeat number, or attempt number
   std::int64_t due_ns = 0;  // when this run was scheduled for
 };
+
+Task HeartbeatTask(int conn) {
+  Task t;
+  t.kind = Task::Kind::kHeartbeat;
+  t.conn = conn;
+  return t;
+}
+
+Task ReconnectTask(int conn) {
+  Task t;
+  t.kind = Task::Kind::kReconnect;
+  t.conn = conn;
+  return t;
+}
+
+Task RetryTask(std::string call, double failure_rate) {
+  Task t;
+  t.kind = Task::Kind::kRetry;
+  t.call = std::move(call);
+  t.failure_rate = failure_rate;
+  return t;
+}
 
 using Wheel = timingwheel::TimingWheel<std::string, Task>;
 
@@ -96,22 +117,18 @@ class Demo {
 
     start_ns_ = MonoNanos();
     {
-      absl::MutexLock lock(&mu_);  // Schedule's counters; callbacks wait
+      std::lock_guard lock(mu_);  // Schedule's counters; callbacks wait
       // Stagger the first heartbeats so the connections do not all beat on the
       // same tick (and the timeline reads in order).
       for (int c = 1; c <= config_.connections; ++c) {
-        Schedule(HeartbeatKey(c), {.kind = Task::Kind::kHeartbeat, .conn = c},
+        Schedule(HeartbeatKey(c), HeartbeatTask(c),
                  period_ * c / config_.connections);
       }
       Schedule("retry/register",
-               {.kind = Task::Kind::kRetry,
-                .call = "register with registry-a",
-                .failure_rate = config_.failure_rate},
+               RetryTask("register with registry-a", config_.failure_rate),
                absl::Milliseconds(50));
       Schedule("retry/subscribe",
-               {.kind = Task::Kind::kRetry,
-                .call = "subscribe to registry-b (down)",
-                .failure_rate = 1.0},
+               RetryTask("subscribe to registry-b (down)", 1.0),
                absl::Milliseconds(60));
     }
 
@@ -134,7 +151,7 @@ class Demo {
     }
 
     const timingwheel::Stats stats = wheel_->stats();
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     absl::PrintF("\nSummary\n");
     absl::PrintF("  heartbeats       %d sent, %d missed\n", heartbeats_,
                  missed_);
@@ -160,7 +177,7 @@ class Demo {
   // The wheel's callback, on its execute worker.
   void Fire(const std::string& key, Task task) {
     const std::int64_t now = MonoNanos();
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     max_late_ns_ = std::max(max_late_ns_, now - task.due_ns);
     switch (task.kind) {
       case Task::Kind::kHeartbeat:
@@ -178,17 +195,14 @@ class Demo {
           // Not re-armed: a closed connection has no heartbeat. The
           // reconnect task takes over and restarts it.
           Schedule(absl::StrCat("reconnect/conn-", task.conn),
-                   {.kind = Task::Kind::kReconnect, .conn = task.conn},
-                   Backoff(1));
+                   ReconnectTask(task.conn), Backoff(1));
         }
         break;
       case Task::Kind::kReconnect:
         if (PeerUp(task.conn, now)) {
           ++reconnects_;
           Log(key, "attempt %d ok: heartbeats resume", task.count);
-          Schedule(HeartbeatKey(task.conn),
-                   {.kind = Task::Kind::kHeartbeat, .conn = task.conn},
-                   period_);
+          Schedule(HeartbeatKey(task.conn), HeartbeatTask(task.conn), period_);
         } else {
           Retry(key, std::move(task), "connection refused");
         }
@@ -205,8 +219,8 @@ class Demo {
   }
 
   // Re-arms a failed attempt with exponential backoff, up to the limit.
-  void Retry(const std::string& key, Task task, const std::string& why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Caller holds mu_.
+  void Retry(const std::string& key, Task task, const std::string& why) {
     if (task.count >= config_.max_attempts) {
       ++(task.kind == Task::Kind::kReconnect ? reconnect_gave_up_ : gave_up_);
       Log(key, "attempt %d: %s; giving up after %d attempts", task.count, why,
@@ -230,8 +244,8 @@ class Demo {
     return conn != outage_conn_ || t < outage_from_ns_ || t >= outage_to_ns_;
   }
 
-  void Schedule(const std::string& key, Task task, absl::Duration delay)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Caller holds mu_.
+  void Schedule(const std::string& key, Task task, absl::Duration delay) {
     // Recorded before SetTimer reads the clock, so "late" is never negative.
     task.due_ns = MonoNanos() + absl::ToInt64Nanoseconds(delay);
     const absl::Status s = wheel_->SetTimer(key, std::move(task), delay);
@@ -262,18 +276,20 @@ class Demo {
   std::int64_t start_ns_ = 0;
   std::unique_ptr<Wheel> wheel_;
 
-  // Callbacks run on one execute worker by default; the lock keeps this
-  // correct with more, and orders timeline lines with the counters.
-  absl::Mutex mu_;
-  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
-  int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
-  int missed_ ABSL_GUARDED_BY(mu_) = 0;
-  int reconnects_ ABSL_GUARDED_BY(mu_) = 0;
-  int succeeded_ ABSL_GUARDED_BY(mu_) = 0;
-  int gave_up_ ABSL_GUARDED_BY(mu_) = 0;
-  int reconnect_gave_up_ ABSL_GUARDED_BY(mu_) = 0;
-  int refused_ ABSL_GUARDED_BY(mu_) = 0;
-  std::int64_t max_late_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // Guards everything below. Callbacks run on one execute worker by default;
+  // the lock keeps this correct with more, and orders timeline lines with
+  // the counters. (std::mutex rather than absl::Mutex: Debian's Abseil is not
+  // built with TSan, so TSan cannot see absl::Mutex and reports false races.)
+  std::mutex mu_;
+  std::mt19937_64 rng_;
+  int heartbeats_ = 0;
+  int missed_ = 0;
+  int reconnects_ = 0;
+  int succeeded_ = 0;
+  int gave_up_ = 0;
+  int reconnect_gave_up_ = 0;
+  int refused_ = 0;
+  std::int64_t max_late_ns_ = 0;
 };
 
 }  // namespace
