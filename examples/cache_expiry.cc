@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   absl::PrintF(
-      "%s keys (Zipf %.2f), %d threads at %s ops/s, TTL %s, %.0f s; then no "
+      "%s keys (Zipf %.2f), %d threads at %s ops/s, TTL %s, %g s; then no "
       "traffic until every key expired\n",
       WithCommas(config.keys), config.zipf, config.threads, Human(config.qps),
       absl::FormatDuration(absl::Milliseconds(config.ttl_ms)), config.seconds);

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -41,7 +42,7 @@ using examples::Ms;
 using examples::WithCommas;
 
 struct Config {
-  std::int64_t sessions = 200000;  // sessions open at any time, about
+  std::int64_t sessions = 200000;  // at the start; arrivals replace leavers
   int clients = 2;                 // threads touching sessions
   double seconds = 10;             // how long the clients run
   std::int64_t idle_ms = 2000;     // idle timeout
@@ -127,7 +128,7 @@ class Simulation {
 
     absl::PrintF(
         "%s sessions, %d client threads, idle timeout %s, wheel %d slots x "
-        "%s, %d%% hot; running %.0f s\n",
+        "%s, %d%% hot; running %g s\n",
         WithCommas(config_.sessions), config_.clients,
         absl::FormatDuration(idle_), config_.slots,
         absl::FormatDuration(options.interval), config_.hot_percent,
@@ -286,18 +287,21 @@ class Simulation {
       const double rate = (touches - last_touches) / ((t - last_ns) / 1e9);
       last_touches = touches;
       last_ns = t;
-      absl::Duration p50, p99;
+      // Lateness of the closes since the last line ("-" while none closed).
+      std::string p50 = "-", p99 = "-";
       {
         std::lock_guard lock(mu_);
-        p50 = window_.Percentile(50);
-        p99 = window_.Percentile(99);
+        if (window_.count() != 0) {
+          p50 = Ms(window_.Percentile(50));
+          p99 = Ms(window_.Percentile(99));
+        }
         window_.Clear();
       }
       progress.Show(absl::StrFormat(
           "%5.1fs | alive %9s | touches %7s/s | closed %9s | late p50 %6s "
           "p99 %6s",
           (t - start_ns_) / 1e9, WithCommas(created_.load() - closed),
-          Human(rate), WithCommas(closed), Ms(p50), Ms(p99)));
+          Human(rate), WithCommas(closed), p50, p99));
     }
     progress.Done();
   }
@@ -384,7 +388,8 @@ int main(int argc, char** argv) {
   examples::Flags flags(
       "Simulated sessions touched by client threads with MoveTimer; the wheel "
       "closes the idle ones.");
-  flags.Add("sessions", &config.sessions, "sessions open at a time, about");
+  flags.Add("sessions", &config.sessions,
+            "sessions at the start; arrivals replace users who leave");
   flags.Add("clients", &config.clients, "client threads touching sessions");
   flags.Add("seconds", &config.seconds, "how long to run");
   flags.Add("idle_ms", &config.idle_ms, "idle timeout in ms");
