@@ -764,6 +764,30 @@ TEST_F(WheelLifetimeTest, ReplacedValueDestroyedAtOnce) {
   ExpectAllDestroyedOnce();
 }
 
+TEST(WheelTest, PrefetchHintsChangeNothing) {
+  // PrefetchEntry matches on the 32-bit hash alone, so with colliding keys
+  // it may touch another key's entry: it must still only read.
+  Wheel<std::uint64_t, std::uint64_t, ConstantHash> w(4);
+  for (std::uint64_t k = 0; k < 10; ++k) w.Set(k, k, 1 + k);
+  for (std::uint64_t k = 0; k < 20; ++k) {
+    w.PrefetchBuckets(k);
+    w.PrefetchEntry(k);
+  }
+  EXPECT_EQ(w.size(), 10u);
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    EXPECT_THAT(w.DeadlineOf(k), Optional(1 + k));
+  }
+  EXPECT_EQ(w.DeadlineOf(15), std::nullopt);
+  std::vector<Fire<std::uint64_t, std::uint64_t>> fired;
+  w.AdvanceTo(100, [&](std::uint64_t t, std::uint64_t&& k, std::uint64_t&& v) {
+    fired.push_back({t, k, v});
+  });
+  ASSERT_EQ(fired.size(), 10u);
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    EXPECT_EQ(fired[k], (F{1 + k, k, k}));
+  }
+}
+
 TEST(WheelTest, MemoryAccounting) {
   EXPECT_EQ((Wheel<std::uint64_t, std::uint64_t>::EntryBytes()), 32u);
   IntWheel w(64);
