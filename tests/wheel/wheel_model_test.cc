@@ -7,6 +7,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <random>
@@ -268,6 +272,24 @@ TEST(WheelModelTest, RandomDifferentialCrowded) {
     const std::string err = RunDifferential(p);
     ASSERT_EQ(err, "") << "program #" << i;
   }
+}
+
+// Every input in fuzz/corpus/ (the hand-made seeds, and any minimized
+// finding added there) replays as a regression test.
+TEST(WheelModelTest, FuzzCorpusReplays) {
+  const char* dir = std::getenv("WHEEL_FUZZ_CORPUS");
+  if (dir == nullptr) GTEST_SKIP() << "WHEEL_FUZZ_CORPUS not set";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                          std::istreambuf_iterator<char>());
+    EXPECT_EQ(RunDifferential(Decode(bytes.data(), bytes.size())), "")
+        << entry.path();
+    ++files;
+  }
+  EXPECT_GT(files, 0) << "no inputs in " << dir;
 }
 
 }  // namespace
