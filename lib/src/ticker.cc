@@ -12,7 +12,7 @@ void ManualTicker::Tick(int n) {
           sink_.load(std::memory_order_acquire))) {
     return;
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   internal::TickSink* sink = sink_.load(std::memory_order_relaxed);
   if (sink != nullptr) sink->RunTicks(n);
 }
@@ -20,14 +20,14 @@ void ManualTicker::Tick(int n) {
 namespace internal {
 
 bool TickerAccess::Attach(ManualTicker& ticker, TickSink* sink) {
-  absl::MutexLock lock(&ticker.mu_);
+  std::lock_guard<std::mutex> lock(ticker.mu_);
   if (ticker.sink_.load(std::memory_order_relaxed) != nullptr) return false;
   ticker.sink_.store(sink, std::memory_order_release);
   return true;
 }
 
 void TickerAccess::Detach(ManualTicker& ticker, TickSink* sink) {
-  absl::MutexLock lock(&ticker.mu_);
+  std::lock_guard<std::mutex> lock(ticker.mu_);
   if (ticker.sink_.load(std::memory_order_relaxed) == sink) {
     ticker.sink_.store(nullptr, std::memory_order_release);
   }

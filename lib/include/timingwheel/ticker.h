@@ -3,9 +3,7 @@
 #define TIMINGWHEEL_TICKER_H_
 
 #include <atomic>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 
 namespace timingwheel {
 namespace internal {
@@ -56,7 +54,7 @@ class ManualTicker : public Ticker {
  private:
   friend class internal::TickerAccess;
 
-  absl::Mutex mu_;  // held across Tick: serializes ticks and (de)attachment
+  std::mutex mu_;  // held across Tick: serializes ticks and (de)attachment
   // Written under mu_; also read without it, only to compare with the wheel a
   // calling callback belongs to (a callback must not wait for mu_, which its
   // own Tick holds).

@@ -3,29 +3,31 @@
 #define TIMINGWHEEL_INTERNAL_COMMAND_H_
 
 #include <cstdint>
+#include <latch>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "timingwheel/internal/wheel.h"
 
 namespace timingwheel {
 namespace internal {
 
-// Drain's hand-over: the loop fills `entries` and notifies `taken`.
+// Drain's hand-over: the loop fills `entries` and counts `taken` down.
+// (Hand-offs use standard primitives, which ThreadSanitizer understands even
+// when the system's Abseil was built without it.)
 template <typename K, typename V>
 struct DrainRequest {
   std::vector<std::pair<K, V>> entries;
-  absl::Notification taken;
+  std::latch taken{1};
 };
 
 // ManualTicker::Tick's request: the loop runs `remaining` ticks, then
-// notifies `done`.
+// counts `done` down.
 struct TickRequest {
   explicit TickRequest(int n) : remaining(n) {}
   int remaining;
-  absl::Notification done;
+  std::latch done{1};
 };
 
 // One queued command. Key and value are constructed only for the kinds that

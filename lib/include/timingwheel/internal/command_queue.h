@@ -81,6 +81,10 @@ class CommandQueue {
     return n;
   }
 
+  // Commands queued now, about: exact for what every producer had finished
+  // pushing when the call started.
+  std::size_t SizeApprox() const { return queue_.size_approx(); }
+
   // Consumer side: sleeps up to `timeout` unless a command is queued.
   void WaitForWork(absl::Duration timeout) {
     wakeup_.Sleep(timeout, [this] { return queue_.size_approx() != 0; });

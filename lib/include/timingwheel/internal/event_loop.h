@@ -4,21 +4,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <latch>
 #include <memory>
+#include <mutex>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/blocking_counter.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "timingwheel/internal/callback_scope.h"
 #include "timingwheel/internal/clock.h"
@@ -101,17 +101,17 @@ class EventLoop final : public TickSink {
           "Drain called from a callback of the same wheel");
     }
     {
-      absl::MutexLock lock(&drain_mu_);
+      std::lock_guard<std::mutex> lock(drain_mu_);
       ++active_drains_;
     }
     DrainRequest<K, V> request;
     absl::Status status = queue_.Push(Cmd::Drain(&request));
     if (status.ok()) {
-      request.taken.WaitForNotification();
+      request.taken.wait();
       RunDrain(request.entries, fn);
     }
-    absl::MutexLock lock(&drain_mu_);
-    --active_drains_;
+    std::lock_guard<std::mutex> lock(drain_mu_);
+    if (--active_drains_ == 0) drains_done_.notify_all();
     return status;
   }
 
@@ -122,16 +122,15 @@ class EventLoop final : public TickSink {
       return absl::FailedPreconditionError(
           "Stop called from a callback of the same wheel");
     }
-    absl::MutexLock lock(&stop_mu_);
+    std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return Entries();
     queue_.Close();
     queue_.PushAfterClose(Cmd::Stop());
     if (thread_.joinable()) thread_.join();
-    pool_.Shutdown();
+    pool_.Shutdown();  // the loop already did, unless it never started
     {
-      absl::MutexLock drain_lock(&drain_mu_);
-      drain_mu_.Await(absl::Condition(
-          +[](int* active) { return *active == 0; }, &active_drains_));
+      std::unique_lock<std::mutex> drain_lock(drain_mu_);
+      drains_done_.wait(drain_lock, [this] { return active_drains_ == 0; });
     }
     stopped_ = true;
     return std::move(stop_result_);
@@ -142,7 +141,7 @@ class EventLoop final : public TickSink {
     if (n < 1 || InOwnCallback()) return;
     TickRequest request(n);
     if (!queue_.Push(Cmd::Tick(&request)).ok()) return;
-    request.done.WaitForNotification();
+    request.done.wait();
   }
 
   Stats stats() const {
@@ -164,8 +163,8 @@ class EventLoop final : public TickSink {
   static constexpr std::size_t kBatch = 256;
   // How many commands ahead of the one being applied the loop prefetches.
   static constexpr std::size_t kPrefetchDistance = 8;
-  // Commands applied before the loop looks at the clock again, so a flood of
-  // submissions delays ticks by at most about a millisecond.
+  // Commands applied per round at least, before the loop looks at the clock
+  // again (more when more were already queued: see Run).
   static constexpr std::size_t kMaxCommandsPerRound = 8192;
   // Expired entries handed to one execute worker at a time.
   static constexpr std::size_t kExecuteBatch = 256;
@@ -192,7 +191,15 @@ class EventLoop final : public TickSink {
   void Run() {
     std::vector<Cmd> batch(kBatch);
     for (;;) {
-      const std::size_t applied = ApplyQueued(batch);
+      // Real time: learn which ticks are due *before* taking commands, and
+      // take at least every command queued by then. A tick thus never runs
+      // ahead of a command that was already waiting when it became due (a
+      // MoveTimer sent long before the old deadline must win, however far
+      // behind the loop is), while commands arriving later wait for the
+      // next round, so a flood cannot starve ticking either.
+      const std::uint64_t due = manual_ == nullptr ? clock_.TicksDue() : 0;
+      const std::size_t applied = ApplyQueued(
+          batch, std::max(kMaxCommandsPerRound, queue_.SizeApprox()));
       if (stop_requested_) {
         FinishStop(batch);
         return;
@@ -206,7 +213,6 @@ class EventLoop final : public TickSink {
         if (applied == 0) queue_.WaitForWork(kMaxSleep);
         continue;
       }
-      const std::uint64_t due = clock_.TicksDue();
       if (due > wheel_.now()) {
         AdvanceTo(due);
         Dispatch(nullptr);
@@ -220,7 +226,9 @@ class EventLoop final : public TickSink {
     }
   }
 
-  std::size_t ApplyQueued(std::vector<Cmd>& batch) {
+  // Applies queued commands until the queue is empty or at least `limit`
+  // were applied.
+  std::size_t ApplyQueued(std::vector<Cmd>& batch, std::size_t limit) {
     std::size_t total = 0;
     for (;;) {
       const std::size_t n = queue_.PopBulk(batch.data(), batch.size());
@@ -239,7 +247,7 @@ class EventLoop final : public TickSink {
         if (i >= 2 * kPrefetchDistance) Apply(batch[i - 2 * kPrefetchDistance]);
       }
       total += n;
-      if (n < batch.size() || total >= kMaxCommandsPerRound) return total;
+      if (n < batch.size() || total >= limit) return total;
     }
   }
 
@@ -267,7 +275,7 @@ class EventLoop final : public TickSink {
           request->entries.emplace_back(std::move(key), std::move(value));
         });
         counters_.drained += request->entries.size();
-        request->taken.Notify();
+        request->taken.count_down();
         break;
       }
       case Cmd::Kind::kTick:
@@ -297,20 +305,20 @@ class EventLoop final : public TickSink {
     const std::size_t batches =
         (expired_.size() + kExecuteBatch - 1) / kExecuteBatch;
     if (batches != 0) {
-      absl::BlockingCounter done(static_cast<int>(batches));
+      std::latch done(static_cast<std::ptrdiff_t>(batches));
       Dispatch(&done);
-      done.Wait();
+      done.wait();
     }
     TickRequest* request = tick_requests_.front();
     if (--request->remaining == 0) {
       tick_requests_.pop_front();
-      request->done.Notify();
+      request->done.count_down();
     }
   }
 
   // Hands expired_ to the execute workers in batches; each batch counts
   // `done` down when it has run, if given.
-  void Dispatch(absl::BlockingCounter* done) {
+  void Dispatch(std::latch* done) {
     const std::size_t n = expired_.size();
     if (n == 0) return;
     if (n <= kExecuteBatch) {
@@ -328,7 +336,7 @@ class EventLoop final : public TickSink {
     expired_.clear();
   }
 
-  void Submit(Entries batch, absl::BlockingCounter* done) {
+  void Submit(Entries batch, std::latch* done) {
     pool_.Submit([this, batch = std::move(batch), done]() mutable {
       CallbackScope scope(static_cast<const TickSink*>(this));
       for (auto& [key, value] : batch) {
@@ -338,7 +346,7 @@ class EventLoop final : public TickSink {
           exceptions_.fetch_add(1, std::memory_order_relaxed);
         }
       }
-      if (done != nullptr) done->DecrementCount();
+      if (done != nullptr) done->count_down();
     });
   }
 
@@ -383,15 +391,18 @@ class EventLoop final : public TickSink {
   // After the Stop command: the gate was closed before it was pushed, so
   // whatever is still queued was accepted and must be applied.
   void FinishStop(std::vector<Cmd>& batch) {
-    while (ApplyQueued(batch) != 0) {
+    while (ApplyQueued(batch, kMaxCommandsPerRound) != 0) {
     }
-    for (TickRequest* request : tick_requests_) request->done.Notify();
+    for (TickRequest* request : tick_requests_) request->done.count_down();
     tick_requests_.clear();
     stop_result_.reserve(wheel_.size());
     wheel_.TakeAll([this](K&& key, V&& value) {
       stop_result_.emplace_back(std::move(key), std::move(value));
     });
     Publish();
+    // Here, not in Stop: moodycamel keeps order per producer only, and this
+    // thread submitted every batch, so its exit tasks queue behind them all.
+    pool_.Shutdown();
   }
 
   void Publish() {
@@ -428,12 +439,15 @@ class EventLoop final : public TickSink {
   WorkerPool pool_;
   std::thread thread_;
 
-  absl::Mutex drain_mu_;
-  int active_drains_ ABSL_GUARDED_BY(drain_mu_) = 0;
+  // Standard primitives, not absl::Mutex: ThreadSanitizer sees them even
+  // when the system's Abseil was built without it.
+  std::mutex drain_mu_;
+  std::condition_variable drains_done_;
+  int active_drains_ = 0;  // guarded by drain_mu_
 
-  absl::Mutex stop_mu_;
-  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
-  Entries stop_result_;  // written by the loop, read by Stop after join
+  std::mutex stop_mu_;
+  bool stopped_ = false;  // guarded by stop_mu_
+  Entries stop_result_;   // written by the loop, read by Stop after join
 };
 
 }  // namespace internal

@@ -3,10 +3,11 @@
 #define TIMINGWHEEL_INTERNAL_WAKEUP_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace timingwheel {
@@ -21,9 +22,9 @@ class Wakeup {
   void Notify() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_relaxed)) {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       signaled_ = true;
-      cv_.Signal();
+      cv_.notify_one();
     }
   }
 
@@ -33,8 +34,8 @@ class Wakeup {
     sleeping_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!has_work()) {
-      absl::MutexLock lock(&mu_);
-      if (!signaled_) cv_.WaitWithTimeout(&mu_, timeout);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!signaled_) cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout));
       signaled_ = false;
     }
     sleeping_.store(false, std::memory_order_relaxed);
@@ -42,9 +43,11 @@ class Wakeup {
 
  private:
   std::atomic<bool> sleeping_{false};
-  absl::Mutex mu_;
-  absl::CondVar cv_;
-  bool signaled_ ABSL_GUARDED_BY(mu_) = false;
+  // Standard primitives: ThreadSanitizer sees them even when the system's
+  // Abseil was built without it.
+  std::mutex mu_;
+  std::condition_variable cv_;  // steady clock: immune to wall-clock jumps
+  bool signaled_ = false;       // guarded by mu_
 };
 
 }  // namespace internal

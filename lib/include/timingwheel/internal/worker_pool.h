@@ -26,8 +26,10 @@ class WorkerPool {
 
   void Submit(Task task);
 
-  // Runs every task submitted before it, then joins the threads. Idempotent;
-  // not to be called from a task.
+  // Runs every task submitted before it, then joins the threads. Must be
+  // called from the thread that submitted the tasks (moodycamel orders items
+  // per producer only) or after that thread has stopped submitting and all
+  // its tasks ran. Idempotent; not to be called from a task.
   void Shutdown();
 
  private:
