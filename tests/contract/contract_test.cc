@@ -494,7 +494,9 @@ TEST(S8Stop, RunsEveryQueuedCallbackBeforeReturning) {
   std::thread stopping([&] {
     auto r = (*wheel)->Stop();
     EXPECT_TRUE(r.ok());
-    if (r.ok()) EXPECT_TRUE(r->empty());
+    if (r.ok()) {
+      EXPECT_TRUE(r->empty());
+    }
     // Every callback handed out has run by the time Stop returns.
     EXPECT_EQ(executed.load(), kTimers);
     stopped.Notify();
