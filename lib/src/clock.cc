@@ -24,7 +24,16 @@ std::uint64_t CeilTicks(absl::Duration d, absl::Duration interval) {
 }
 
 RealClock::RealClock(absl::Duration interval)
-    : start_(std::chrono::steady_clock::now()), interval_(interval) {}
+    : RealClock(interval, std::chrono::steady_clock::now()) {}
+
+RealClock::RealClock(absl::Duration interval,
+                     std::chrono::steady_clock::time_point start)
+    : start_(start),
+      interval_(interval),
+      interval_ns_(absl::Nanoseconds(absl::ToInt64Nanoseconds(interval)) ==
+                           interval
+                       ? absl::ToInt64Nanoseconds(interval)
+                       : 0) {}
 
 std::uint64_t RealClock::TicksDue() const {
   absl::Duration rem;
@@ -32,6 +41,21 @@ std::uint64_t RealClock::TicksDue() const {
 }
 
 std::uint64_t RealClock::DeadlineTick(absl::Duration delay) const {
+  // The common case in integer nanoseconds: Duration arithmetic and
+  // IDivDuration cost a producer ~45 ns a call. Rounding the delay up to
+  // whole nanoseconds first is exact, since ceil(x / I) == ceil(ceil(x) / I)
+  // for a whole-nanosecond interval I and start-relative times.
+  constexpr std::int64_t kFastLimit = std::int64_t{1} << 61;
+  if (interval_ns_ > 0 && delay < absl::Nanoseconds(kFastLimit)) {
+    std::int64_t delay_ns = absl::ToInt64Nanoseconds(delay);
+    if (absl::Nanoseconds(delay_ns) < delay) ++delay_ns;
+    const std::int64_t since_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now() - start_)
+            .count();
+    const std::int64_t sum = since_ns + delay_ns;  // < 2^62: no overflow
+    return Saturate((sum + interval_ns_ - 1) / interval_ns_);
+  }
   // Duration addition saturates to infinity rather than wrapping.
   return CeilTicks(SinceStart() + delay, interval_);
 }

@@ -19,6 +19,9 @@ std::uint64_t CeilTicks(absl::Duration d, absl::Duration interval);
 class RealClock {
  public:
   explicit RealClock(absl::Duration interval);
+  // With tick 0 at `start` (tests use it to know where ticks fall).
+  RealClock(absl::Duration interval,
+            std::chrono::steady_clock::time_point start);
 
   // Ticks due by now: floor((now - start) / interval).
   std::uint64_t TicksDue() const;
@@ -34,6 +37,8 @@ class RealClock {
 
   const std::chrono::steady_clock::time_point start_;
   const absl::Duration interval_;
+  // interval_ in nanoseconds when it is a whole number of them, else 0.
+  const std::int64_t interval_ns_;
 };
 
 }  // namespace internal

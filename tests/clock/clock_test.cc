@@ -1,0 +1,93 @@
+// RealClock's deadline arithmetic: the integer fast path must agree with the
+// exact Duration arithmetic (api.md S1: a timer fires on the first tick at or
+// after now + delay, never earlier).
+#include "timingwheel/internal/clock.h"
+
+#include <chrono>
+#include <cstdint>
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "timingwheel/internal/wheel.h"
+
+namespace timingwheel::internal {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+absl::Duration Since(SteadyClock::time_point start) {
+  return absl::FromChrono(SteadyClock::now() - start);
+}
+
+// DeadlineTick reads the clock once, somewhere between `before` and `after`;
+// its answer must be the exact ceiling for some instant in that bracket.
+void ExpectBracketed(absl::Duration interval, absl::Duration delay) {
+  const SteadyClock::time_point start =
+      SteadyClock::now() - std::chrono::seconds(3);
+  const RealClock clock(interval, start);
+  const absl::Duration before = Since(start);
+  const std::uint64_t tick = clock.DeadlineTick(delay);
+  const absl::Duration after = Since(start);
+  EXPECT_GE(tick, CeilTicks(before + delay, interval))
+      << "interval " << interval << " delay " << delay;
+  EXPECT_LE(tick, CeilTicks(after + delay, interval))
+      << "interval " << interval << " delay " << delay;
+  // Never early: the tick's time is at or after the earliest deadline.
+  if (tick < kMaxTick) {
+    EXPECT_GE(interval * static_cast<std::int64_t>(tick), before + delay);
+  }
+}
+
+TEST(RealClock, DeadlineTickMatchesExactArithmetic) {
+  const absl::Duration intervals[] = {
+      absl::Nanoseconds(1),
+      absl::Nanoseconds(3),
+      absl::Microseconds(7),
+      absl::Milliseconds(1),
+      absl::Seconds(1),
+      absl::Nanoseconds(1) + absl::Nanoseconds(1) / 4,  // not whole ns
+  };
+  const absl::Duration delays[] = {
+      absl::Nanoseconds(1) / 4,
+      absl::Nanoseconds(1),
+      absl::Nanoseconds(2),
+      absl::Microseconds(999) + absl::Nanoseconds(1) / 2,
+      absl::Milliseconds(1),
+      absl::Milliseconds(1) + absl::Nanoseconds(1) / 4,
+      absl::Seconds(1),
+      absl::Hours(24 * 365),
+      absl::Hours(24 * 365 * 100),
+      absl::Hours(24 * 365 * 200),
+      absl::Seconds(INT64_MAX / 2)};
+  for (absl::Duration interval : intervals) {
+    for (absl::Duration delay : delays) ExpectBracketed(interval, delay);
+  }
+}
+
+TEST(RealClock, HugeDelaysSaturate) {
+  const RealClock clock(absl::Nanoseconds(1));
+  EXPECT_EQ(clock.DeadlineTick(absl::Hours(24 * 365 * 1000)), kMaxTick);
+  EXPECT_EQ(clock.DeadlineTick(absl::Seconds(INT64_MAX)), kMaxTick);
+}
+
+TEST(RealClock, TicksDueCountsWholeIntervalsSinceStart) {
+  const SteadyClock::time_point start =
+      SteadyClock::now() - std::chrono::milliseconds(2500);
+  const RealClock clock(absl::Seconds(1), start);
+  EXPECT_EQ(clock.TicksDue(), 2u);
+  EXPECT_EQ(clock.UntilTick(1), absl::ZeroDuration());
+  EXPECT_GT(clock.UntilTick(3), absl::ZeroDuration());
+  EXPECT_LE(clock.UntilTick(3), absl::Milliseconds(500));
+}
+
+TEST(CeilTicks, RoundsUpAndSaturates) {
+  EXPECT_EQ(CeilTicks(absl::Milliseconds(10), absl::Milliseconds(10)), 1u);
+  EXPECT_EQ(CeilTicks(absl::Milliseconds(15), absl::Milliseconds(10)), 2u);
+  EXPECT_EQ(CeilTicks(absl::Nanoseconds(1), absl::Seconds(1)), 1u);
+  EXPECT_EQ(CeilTicks(absl::ZeroDuration(), absl::Seconds(1)), 0u);
+  EXPECT_EQ(CeilTicks(absl::InfiniteDuration(), absl::Nanoseconds(1)),
+            kMaxTick);
+}
+
+}  // namespace
+}  // namespace timingwheel::internal
