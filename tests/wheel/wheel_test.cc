@@ -770,8 +770,8 @@ TEST(WheelTest, PrefetchHintsChangeNothing) {
   Wheel<std::uint64_t, std::uint64_t, ConstantHash> w(4);
   for (std::uint64_t k = 0; k < 10; ++k) w.Set(k, k, 1 + k);
   for (std::uint64_t k = 0; k < 20; ++k) {
-    w.PrefetchBuckets(k);
-    w.PrefetchEntry(k);
+    w.PrefetchIndex(w.HashOf(k));
+    w.PrefetchEntry(w.HashOf(k));
   }
   EXPECT_EQ(w.size(), 10u);
   for (std::uint64_t k = 0; k < 10; ++k) {

@@ -33,8 +33,9 @@ struct Options {
   std::shared_ptr<Ticker> ticker;
 };
 
-// Largest Options::num_slots accepted (16 Mi slots, ~200 MiB of slot heads).
-inline constexpr int kMaxSlots = 1 << 24;
+// Largest Options::num_slots accepted: 4 Mi slots (an hour and more of 1 ms
+// ticks), 160 MiB of slot arrays at 40 bytes a slot.
+inline constexpr int kMaxSlots = 1 << 22;
 // Largest execute_workers / drain_workers accepted.
 inline constexpr int kMaxWorkers = 1024;
 

@@ -15,8 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "timingwheel/internal/key_index.h"
+#include "timingwheel/internal/large_alloc.h"
 
 namespace timingwheel {
 namespace internal {
@@ -48,11 +49,10 @@ class ManualStorage {
 
 // Wheel<K, V> maps each key to one pending timer with a deadline in ticks.
 //
-// Layout: entries live in a chunked pool and link into per-slot doubly linked
-// lists by 32-bit index. The key map is a flat set of (entry index, 32-bit
-// key hash) pairs, so the key is stored once (in the entry), and growing the
-// map rehashes from the stored hashes without reading a single entry. For
-// 8-byte keys and values an entry is 32 bytes and the map 9 to 18 more.
+// Layout: entries live in a chunked pool and link into doubly
+// linked lists by 32-bit index. The key map (KeyIndex) holds (32-bit key hash,
+// entry index) words, so the key is stored once, in the entry. For 8-byte keys
+// and values an entry is 32 bytes and the map 11 to 21 more per timer.
 //
 // Placement: an entry with deadline D belongs in slot D % num_slots; the
 // cursor visits that slot at tick D, and at earlier visits (D further than a
@@ -62,36 +62,52 @@ class ManualStorage {
 // after the old deadline. Moving earlier and removing unlink at once, so no
 // tombstones pile up.
 //
+// Lanes: each slot is kLanes lists, an entry going to lane (index %
+// kLanes). Walking one list waits for a cache miss per entry (~150 ns at a
+// million timers), so a due slot is walked lane by lane side by side, with
+// kLanes misses in flight instead of one.
+//
 // Scheduling: each slot keeps a lower bound of its entries' deadlines
 // (mins_), and a bitmap (hot_) marks the slots whose bound falls within the
 // next rotation. Finding the next tick with work is a bitmap search, so idle
 // stretches are skipped in one step and an advance costs O(due slots) plus
 // O(min(ticks, num_slots)) bit refreshes, never a walk over future entries.
 //
+// Batches: a caller applying many operations computes HashOf(key) once per
+// operation and calls PrefetchIndex a few operations ahead and PrefetchEntry
+// nearer, so the misses of several operations overlap; the operations take
+// the same hash.
+//
 // Not thread-safe: one thread owns a Wheel.
 template <typename K, typename V, typename Hash = absl::Hash<K>,
           typename Eq = std::equal_to<K>>
 class Wheel {
  public:
-  // num_slots in [1, 2^31). Allocates the slot arrays (12.1 bytes a slot).
+  // Lists per slot (see Lanes above).
+  static constexpr std::uint32_t kLanes = 8;
+  // Largest num_slots: list ids (slot * kLanes + lane) must fit in 31 bits.
+  static constexpr std::uint32_t kMaxSlots = (1u << 31) / kLanes;
+
+  // num_slots in [1, kMaxSlots]. Allocates the slot arrays (kLanes * 4 + 8
+  // bytes and a bit per slot).
   explicit Wheel(std::uint32_t num_slots, Hash hash = Hash(), Eq eq = Eq())
       : num_slots_(num_slots),
         hash_(std::move(hash)),
         eq_(std::move(eq)),
-        index_(0, IndexHash{}, IndexEq{this}),
-        heads_(num_slots, kNil),
+        heads_(std::size_t{num_slots} * kLanes, kNil),
         mins_(num_slots, kNever),
         hot_((num_slots + 63) / 64, 0) {}
 
   ~Wheel() {
-    for (const IndexSlot& s : index_) DestroyEntry(At(s.entry));
+    index_.ForEach([this](std::uint32_t i) { DestroyEntry(At(i)); });
+    for (std::size_t c = 0; c < chunks_.size(); ++c) FreeChunk(c);
   }
 
   Wheel(const Wheel&) = delete;
   Wheel& operator=(const Wheel&) = delete;
 
   // Makes room for n timers in the map (no rehash below that).
-  void Reserve(std::size_t n) { index_.reserve(n); }
+  void Reserve(std::size_t n) { index_.Reserve(n); }
 
   // Ticks processed so far.
   std::uint64_t now() const { return now_; }
@@ -99,81 +115,113 @@ class Wheel {
   std::size_t size() const { return index_.size(); }
   std::uint32_t num_slots() const { return num_slots_; }
 
+  // The hash every operation on `key` uses; compute it once per operation.
+  std::uint32_t HashOf(const K& key) const {
+    const std::uint64_t h = hash_(key);
+    return static_cast<std::uint32_t>(h ^ (h >> 32));
+  }
+
   // Schedules `key` at tick `deadline`. A deadline at or before now() is
   // treated as now() + 1 (the next tick), one past kMaxTick as kMaxTick. A
   // present key gets the new value (the old one is destroyed: superseded) and
   // the new deadline. Returns true if the key was present. One map probe.
-  bool Set(K key, V value, std::uint64_t deadline) {
+  // Throws std::bad_alloc, changing nothing, when memory runs out.
+  bool Set(K key, V value, std::uint64_t deadline, std::uint32_t hash) {
     deadline = Clamp(deadline);
-    ReserveEntry();  // may throw bad_alloc before anything changes
-    bool inserted = false;
-    const KeyRef ref = Ref(key);
-    auto it = index_.lazy_emplace(ref, [&](const auto& construct) {
-      inserted = true;
-      std::uint32_t i = AllocateEntry();
+    const std::size_t pos = Find(key, hash);
+    if (pos != KeyIndex::kAbsent) {
+      const std::uint32_t i = index_.EntryAt(pos);
       Entry& e = At(i);
-      e.key.Construct(std::move(key));
+      e.value.Destroy();
       e.value.Construct(std::move(value));
-      e.deadline = deadline;
-      construct(IndexSlot{i, ref.hash});
-      Link(i, Slot(deadline));
-    });
-    if (inserted) return false;
-    Entry& e = At(it->entry);
-    e.value.Destroy();
+      Reschedule(i, deadline);
+      return true;
+    }
+    ReserveEntry();
+    index_.ReserveOneMore();
+    const std::uint32_t i = AllocateEntry();
+    Entry& e = At(i);
+    e.key.Construct(std::move(key));
     e.value.Construct(std::move(value));
-    Reschedule(it->entry, deadline);
-    return true;
+    e.deadline = deadline;
+    index_.Insert(hash, i);
+    Link(i, Slot(deadline));
+    return false;
+  }
+  bool Set(K key, V value, std::uint64_t deadline) {
+    const std::uint32_t hash = HashOf(key);
+    return Set(std::move(key), std::move(value), deadline, hash);
   }
 
   // Reschedules a present key to `deadline` (clamped as in Set), keeping its
   // value. Returns false if the key is absent. A later deadline costs one map
   // probe and one write; an earlier one also relinks the entry.
-  bool Move(const K& key, std::uint64_t deadline) {
-    auto it = index_.find(Ref(key));
-    if (it == index_.end()) return false;
-    Reschedule(it->entry, Clamp(deadline));
+  bool Move(const K& key, std::uint64_t deadline, std::uint32_t hash) {
+    const std::size_t pos = Find(key, hash);
+    if (pos == KeyIndex::kAbsent) return false;
+    Reschedule(index_.EntryAt(pos), Clamp(deadline));
     return true;
+  }
+  bool Move(const K& key, std::uint64_t deadline) {
+    return Move(key, deadline, HashOf(key));
   }
 
   // Removes a present key; its value is destroyed. Returns false if absent.
-  bool Remove(const K& key) {
-    auto it = index_.find(Ref(key));
-    if (it == index_.end()) return false;
-    const std::uint32_t i = it->entry;
-    index_.erase(it);
+  bool Remove(const K& key, std::uint32_t hash) {
+    const std::size_t pos = Find(key, hash);
+    if (pos == KeyIndex::kAbsent) return false;
+    const std::uint32_t i = index_.EntryAt(pos);
+    index_.EraseAt(pos);
     Unlink(i);
     DestroyEntry(At(i));
     FreeEntry(i);
     return true;
   }
+  bool Remove(const K& key) { return Remove(key, HashOf(key)); }
 
   // The deadline of a present key, or nullopt.
   std::optional<std::uint64_t> DeadlineOf(const K& key) const {
-    auto it = index_.find(Ref(key));
-    if (it == index_.end()) return std::nullopt;
-    return At(it->entry).deadline;
+    const std::size_t pos = Find(key, HashOf(key));
+    if (pos == KeyIndex::kAbsent) return std::nullopt;
+    return At(index_.EntryAt(pos)).deadline;
   }
 
-  // Batch hints, no effect on state. A loop applying a batch of commands
-  // calls PrefetchBuckets for a command a few places ahead and PrefetchEntry
-  // for one nearer, so the cache misses of several commands overlap instead
-  // of each command waiting on bucket, then entry, in turn.
-  void PrefetchBuckets(const K& key) const { index_.prefetch(Ref(key)); }
-  // Finds the key's entry by its stored 32-bit hash alone (the entry is not
-  // read, so a collision at worst prefetches the wrong entry).
-  void PrefetchEntry(const K& key) const {
-    KeyRef ref = Ref(key);
-    ref.hash_only = true;
-    auto it = index_.find(ref);
-    if (it != index_.end()) __builtin_prefetch(&At(it->entry), 1);
+  // Batch hints (see Batches above); no effect on state.
+  void PrefetchIndex(std::uint32_t hash) const { index_.Prefetch(hash); }
+  // Fetches the entry of the first word stored under `hash`, without reading
+  // any entry (a collision at worst fetches the wrong one), and returns it
+  // for PrefetchLinks: a candidate, or kNoEntry.
+  std::uint32_t PrefetchEntry(std::uint32_t hash) const {
+    const std::size_t pos =
+        index_.Find(hash, [](std::uint32_t) { return true; });
+    if (pos == KeyIndex::kAbsent) return kNoEntry;
+    const std::uint32_t i = index_.EntryAt(pos);
+    __builtin_prefetch(&At(i), 1);
+    return i;
   }
+  // Once the candidate's entry has arrived: fetches what unlinking it
+  // (removing, or moving earlier than its deadline) and relinking it at
+  // `deadline` will write, its neighbours and the new list's head. The
+  // candidate may be stale by now; its links are only bounds-checked
+  // indices here, never followed.
+  void PrefetchLinks(std::uint32_t candidate, bool removing,
+                     std::uint64_t deadline) const {
+    if (candidate >= used_) return;
+    const Entry& e = At(candidate);
+    if (!removing && deadline >= e.deadline) return;  // lazy: one write
+    PrefetchIfEntry(e.prev);
+    PrefetchIfEntry(e.next);
+    if (!removing) {
+      PrefetchIfEntry(heads_[ListOf(Slot(Clamp(deadline)), candidate)]);
+    }
+  }
+  static constexpr std::uint32_t kNoEntry = 0xFFFFFFFFu;
 
   // The first tick after now() at which some timer may fire, or kNever when
   // the wheel is empty. May be early (after removals), never late. A bitmap
   // search when something is due within a rotation, else O(num_slots).
   std::uint64_t NextDueTick() const {
-    if (index_.empty()) return kNever;
+    if (index_.size() == 0) return kNever;
     const std::uint32_t start = Slot(now_ + 1);
     const std::int64_t slot = FindHot(start);
     if (slot >= 0) {
@@ -190,7 +238,7 @@ class Wheel {
   void AdvanceTo(std::uint64_t target, Sink&& sink) {
     target = std::min(target, kMaxTick);
     while (now_ < target) {
-      if (index_.empty()) {
+      if (index_.size() == 0) {
         now_ = target;
         return;
       }
@@ -209,12 +257,12 @@ class Wheel {
   // O(size + num_slots).
   template <typename Sink>
   void TakeAll(Sink&& sink) {
-    for (const IndexSlot& s : index_) {
-      Entry& e = At(s.entry);
+    index_.ForEach([&](std::uint32_t i) {
+      Entry& e = At(i);
       sink(std::move(e.key.Get()), std::move(e.value.Get()));
       DestroyEntry(e);
-    }
-    index_.clear();
+    });
+    index_.Clear();
     std::fill(heads_.begin(), heads_.end(), kNil);
     std::fill(mins_.begin(), mins_.end(), kNever);
     std::fill(hot_.begin(), hot_.end(), 0);
@@ -222,10 +270,9 @@ class Wheel {
     used_ = 0;
   }
 
-  // Bytes the wheel holds: pool chunks, map table and slot arrays.
+  // Bytes the wheel holds: pool chunks, map and slot arrays.
   std::size_t MemoryBytes() const {
-    return chunks_.size() * kChunkSize * sizeof(Entry) +
-           index_.capacity() * (sizeof(IndexSlot) + 1) +
+    return chunks_.size() * kChunkBytes + index_.MemoryBytes() +
            heads_.capacity() * sizeof(std::uint32_t) +
            mins_.capacity() * sizeof(std::uint64_t) +
            hot_.capacity() * sizeof(std::uint64_t) +
@@ -237,12 +284,17 @@ class Wheel {
 
  private:
   // Link values: an index into the pool, kNil, or (prev of a list's first
-  // entry) kHeadTag | slot, so an unlink never needs to know the slot.
+  // entry) kHeadTag | list id, so an unlink never needs to know the list.
   static constexpr std::uint32_t kNil = 0xFFFFFFFFu;
   static constexpr std::uint32_t kHeadTag = 0x80000000u;
   static constexpr std::uint32_t kMaxEntries = kHeadTag - 1;
+  // The pool: chunks of kChunkSize entries. The first kChunksPerSlab are
+  // allocated one by one, so a small wheel stays small; later ones are cut
+  // from slabs of kChunksPerSlab (2 MiB of 32-byte entries), which sit on
+  // huge pages (LargeAllocate).
   static constexpr int kChunkBits = 12;
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr std::size_t kChunksPerSlab = 16;
 
   struct Entry {
     std::uint64_t deadline;
@@ -251,45 +303,16 @@ class Wheel {
     ManualStorage<K> key;
     ManualStorage<V> value;
   };
+  static constexpr std::size_t kChunkBytes = kChunkSize * sizeof(Entry);
 
-  // What the map stores: the entry, and its key's hash folded to 32 bits.
-  struct IndexSlot {
-    std::uint32_t entry;
-    std::uint32_t hash;
-  };
-  // A key to look up, hashed once per operation.
-  struct KeyRef {
-    const K* key;
-    std::uint32_t hash;
-    bool hash_only = false;  // for PrefetchEntry: match on hash alone
-  };
-  KeyRef Ref(const K& key) const {
-    const std::uint64_t h = hash_(key);
-    return KeyRef{&key, static_cast<std::uint32_t>(h ^ (h >> 32))};
+  void PrefetchIfEntry(std::uint32_t i) const {
+    if (i < used_) __builtin_prefetch(&At(i), 1);  // not kNil, not a head tag
   }
-  // The map hashes the folded hash again, so that stored slots and looked-up
-  // keys agree and probe positions stay well spread.
-  struct IndexHash {
-    using is_transparent = void;
-    std::size_t operator()(IndexSlot s) const {
-      return absl::Hash<std::uint32_t>()(s.hash);
-    }
-    std::size_t operator()(KeyRef k) const {
-      return absl::Hash<std::uint32_t>()(k.hash);
-    }
-  };
-  struct IndexEq {
-    using is_transparent = void;
-    const Wheel* wheel;
-    bool operator()(IndexSlot a, IndexSlot b) const {
-      return a.entry == b.entry;
-    }
-    bool operator()(IndexSlot a, KeyRef k) const {
-      return a.hash == k.hash &&
-             (k.hash_only || wheel->eq_(wheel->At(a.entry).key.Get(), *k.key));
-    }
-    bool operator()(KeyRef k, IndexSlot a) const { return (*this)(a, k); }
-  };
+
+  std::size_t Find(const K& key, std::uint32_t hash) const {
+    return index_.Find(
+        hash, [&](std::uint32_t i) { return eq_(At(i).key.Get(), key); });
+  }
 
   Entry& At(std::uint32_t i) {
     return chunks_[i >> kChunkBits][i & (kChunkSize - 1)];
@@ -301,6 +324,10 @@ class Wheel {
   std::uint32_t Slot(std::uint64_t tick) const {
     return static_cast<std::uint32_t>(tick % num_slots_);
   }
+  // The list of `slot` that entry i belongs to.
+  static std::uint32_t ListOf(std::uint32_t slot, std::uint32_t i) {
+    return slot * kLanes + (i & (kLanes - 1));
+  }
 
   std::uint64_t Clamp(std::uint64_t deadline) const {
     return std::min(std::max(deadline, now_ + 1), kMaxTick);
@@ -310,7 +337,26 @@ class Wheel {
   void ReserveEntry() {
     if (free_head_ != kNil || used_ < chunks_.size() * kChunkSize) return;
     if (used_ >= kMaxEntries) throw std::bad_alloc();
-    chunks_.push_back(std::unique_ptr<Entry[]>(new Entry[kChunkSize]));
+    const std::size_t c = chunks_.size();
+    chunks_.reserve(c + 1);
+    Entry* chunk;
+    if (c < kChunksPerSlab) {
+      chunk = static_cast<Entry*>(LargeAllocate(kChunkBytes, alignof(Entry)));
+    } else if (c % kChunksPerSlab == 0) {
+      chunk = static_cast<Entry*>(
+          LargeAllocate(kChunkBytes * kChunksPerSlab, alignof(Entry)));
+    } else {
+      chunk = chunks_[c - 1] + kChunkSize;  // the next one of this slab
+    }
+    chunks_.push_back(chunk);
+  }
+
+  void FreeChunk(std::size_t c) {
+    if (c < kChunksPerSlab) {
+      LargeFree(chunks_[c], kChunkBytes, alignof(Entry));
+    } else if (c % kChunksPerSlab == 0) {
+      LargeFree(chunks_[c], kChunkBytes * kChunksPerSlab, alignof(Entry));
+    }
   }
 
   std::uint32_t AllocateEntry() {
@@ -334,29 +380,39 @@ class Wheel {
 
   void Link(std::uint32_t i, std::uint32_t slot) {
     Entry& e = At(i);
-    e.prev = kHeadTag | slot;
-    e.next = heads_[slot];
+    const std::uint32_t list = ListOf(slot, i);
+    e.prev = kHeadTag | list;
+    e.next = heads_[list];
     if (e.next != kNil) At(e.next).prev = i;
-    heads_[slot] = i;
+    heads_[list] = i;
     if (e.deadline < mins_[slot]) {
       mins_[slot] = e.deadline;
       if (e.deadline <= now_ + num_slots_) SetHot(slot);
     }
   }
 
+  // Unlinks entry i. A slot left empty forgets its bound, so an idle loop is
+  // not woken for it; otherwise the bound may now be early, which costs at
+  // most one needless scan of the slot.
   void Unlink(std::uint32_t i) {
     Entry& e = At(i);
     if (e.prev & kHeadTag) {
-      const std::uint32_t slot = e.prev & ~kHeadTag;
-      heads_[slot] = e.next;
-      if (e.next == kNil) {
-        mins_[slot] = kNever;
-        ClearHot(slot);
-      }
+      const std::uint32_t list = e.prev & ~kHeadTag;
+      heads_[list] = e.next;
+      if (e.next == kNil) ForgetIfEmpty(list / kLanes);
     } else {
       At(e.prev).next = e.next;
     }
     if (e.next != kNil) At(e.next).prev = e.prev;
+  }
+
+  void ForgetIfEmpty(std::uint32_t slot) {
+    const std::uint32_t* lanes = &heads_[std::size_t{slot} * kLanes];
+    for (std::uint32_t l = 0; l < kLanes; ++l) {
+      if (lanes[l] != kNil) return;
+    }
+    mins_[slot] = kNever;
+    ClearHot(slot);
   }
 
   void Reschedule(std::uint32_t i, std::uint64_t deadline) {
@@ -389,28 +445,40 @@ class Wheel {
   }
 
   // The cursor is at `tick`: fire what is due in its slot, relink entries
-  // that were moved later, and recompute the slot's bound.
+  // that were moved later, and recompute the slot's bound. The lanes are
+  // walked side by side, one entry of each in turn, prefetching each lane's
+  // next entry as soon as its link is known.
   template <typename Sink>
   void ScanSlot(std::uint64_t tick, Sink& sink) {
     const std::uint32_t slot = Slot(tick);
     std::uint64_t bound = kNever;
-    std::uint32_t i = heads_[slot];
-    while (i != kNil) {
-      Entry& e = At(i);
-      const std::uint32_t next = e.next;
-      if (e.deadline <= tick) {
-        Unlink(i);
-        index_.erase(Ref(e.key.Get()));
-        sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
-        DestroyEntry(e);
-        FreeEntry(i);
-      } else if (Slot(e.deadline) != slot) {
-        Unlink(i);
-        Link(i, Slot(e.deadline));
-      } else {
-        bound = std::min(bound, e.deadline);
+    std::uint32_t cursor[kLanes];
+    for (std::uint32_t l = 0; l < kLanes; ++l) {
+      cursor[l] = heads_[slot * kLanes + l];
+      if (cursor[l] != kNil) __builtin_prefetch(&At(cursor[l]), 1);
+    }
+    for (bool walking = true; walking;) {
+      walking = false;
+      for (std::uint32_t l = 0; l < kLanes; ++l) {
+        const std::uint32_t i = cursor[l];
+        if (i == kNil) continue;
+        walking = true;
+        Entry& e = At(i);
+        cursor[l] = e.next;
+        if (e.next != kNil) __builtin_prefetch(&At(e.next), 1);
+        if (e.deadline <= tick) {
+          Unlink(i);
+          index_.EraseAt(Find(e.key.Get(), HashOf(e.key.Get())));
+          sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
+          DestroyEntry(e);
+          FreeEntry(i);
+        } else if (Slot(e.deadline) != slot) {
+          Unlink(i);
+          Link(i, Slot(e.deadline));
+        } else {
+          bound = std::min(bound, e.deadline);
+        }
       }
-      i = next;
     }
     mins_[slot] = bound;
     if (bound <= tick + num_slots_) {
@@ -447,13 +515,13 @@ class Wheel {
   Eq eq_;
   std::uint64_t now_ = 0;
 
-  std::vector<std::unique_ptr<Entry[]>> chunks_;
-  std::uint32_t used_ = 0;  // entries ever handed out from chunks_
+  std::vector<Entry*> chunks_;  // of kChunkSize entries each
+  std::uint32_t used_ = 0;      // entries ever handed out from chunks_
   std::uint32_t free_head_ = kNil;
 
-  absl::flat_hash_set<IndexSlot, IndexHash, IndexEq> index_;
+  KeyIndex index_;
 
-  std::vector<std::uint32_t> heads_;  // first entry of each slot, or kNil
+  std::vector<std::uint32_t> heads_;  // first entry of each list, or kNil
   std::vector<std::uint64_t> mins_;   // lower bound of each slot's deadlines
   std::vector<std::uint64_t> hot_;    // bit s: mins_[s] <= now_ + num_slots_
 };
