@@ -35,6 +35,13 @@ struct TickRequest {
 // empty (kNone) commands. 32 bytes for 8-byte keys and values.
 template <typename K, typename V>
 class Command {
+  // Declared first: the special members' requires-clauses use them.
+  static constexpr bool kTrivial =
+      std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V>;
+  static constexpr bool kNothrowMove =
+      std::is_nothrow_move_constructible_v<K> &&
+      std::is_nothrow_move_constructible_v<V>;
+
  public:
   enum class Kind : std::uint8_t {
     kNone,
@@ -47,15 +54,24 @@ class Command {
   };
 
   Command() = default;
-  Command(Command&& other) noexcept(kNothrowMove) { Take(other); }
-  Command& operator=(Command&& other) noexcept(kNothrowMove) {
+  // For trivially copyable K and V (integers, PODs) a command is trivially
+  // copyable too, so the queue moves it as 32 plain bytes rather than
+  // through a switch on its kind at every hop (producer, block, batch).
+  Command(Command&&) requires kTrivial = default;
+  Command& operator=(Command&&) requires kTrivial = default;
+  ~Command() requires kTrivial = default;
+  Command(Command&& other) noexcept(kNothrowMove) requires(!kTrivial) {
+    Take(other);
+  }
+  Command& operator=(Command&& other) noexcept(kNothrowMove) requires(
+      !kTrivial) {
     if (this != &other) {
       Reset();
       Take(other);
     }
     return *this;
   }
-  ~Command() { Reset(); }
+  ~Command() requires(!kTrivial) { Reset(); }
 
   static Command Set(K key, V value, std::uint64_t deadline) {
     Command c(Kind::kSet);
@@ -97,10 +113,6 @@ class Command {
   TickRequest* tick() const { return arg_.tick; }
 
  private:
-  static constexpr bool kNothrowMove =
-      std::is_nothrow_move_constructible_v<K> &&
-      std::is_nothrow_move_constructible_v<V>;
-
   explicit Command(Kind kind) : kind_(kind) {}
 
   bool HasKey() const {
