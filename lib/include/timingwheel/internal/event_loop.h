@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <latch>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -24,8 +23,8 @@
 #include "timingwheel/internal/clock.h"
 #include "timingwheel/internal/command.h"
 #include "timingwheel/internal/command_queue.h"
+#include "timingwheel/internal/execute_pool.h"
 #include "timingwheel/internal/wheel.h"
-#include "timingwheel/internal/worker_pool.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
 #include "timingwheel/ticker.h"
@@ -54,7 +53,8 @@ class EventLoop final : public TickSink {
         wheel_(static_cast<std::uint32_t>(options.num_slots)),
         queue_(options.max_pending),
         clock_(options.interval),
-        pool_(options.execute_workers) {}
+        pool_(options.execute_workers, &execute_,
+              static_cast<const TickSink*>(this), &exceptions_) {}
 
   ~EventLoop() {
     Stop().IgnoreError();
@@ -166,8 +166,6 @@ class EventLoop final : public TickSink {
   // Commands applied per round at least, before the loop looks at the clock
   // again (more when more were already queued: see Run).
   static constexpr std::size_t kMaxCommandsPerRound = 8192;
-  // Expired entries handed to one execute worker at a time.
-  static constexpr std::size_t kExecuteBatch = 256;
   // Drain entries a drain worker claims at a time.
   static constexpr std::size_t kDrainChunk = 64;
   // Longest sleep; a safety net against a missed wake-up or clock oddities.
@@ -221,7 +219,7 @@ class EventLoop final : public TickSink {
           // Counters first: a caller that sees a callback run also sees it
           // counted in stats().
           Publish();
-          Dispatch(nullptr);
+          pool_.Submit(fired_);
         } else {
           Publish();
         }
@@ -313,10 +311,11 @@ class EventLoop final : public TickSink {
   }
 
   void AdvanceTo(std::uint64_t tick) {
+    const std::size_t before = fired_.size();
     wheel_.AdvanceTo(tick, [this](std::uint64_t, K&& key, V&& value) {
-      expired_.emplace_back(std::move(key), std::move(value));
+      fired_.emplace_back(std::in_place, std::move(key), std::move(value));
     });
-    counters_.fired += expired_.size();
+    counters_.fired += fired_.size() - before;
     ticks_done_.store(wheel_.now(), std::memory_order_release);
   }
 
@@ -325,52 +324,13 @@ class EventLoop final : public TickSink {
   void RunManualTick() {
     AdvanceTo(wheel_.now() + 1);
     Publish();
-    const std::size_t batches =
-        (expired_.size() + kExecuteBatch - 1) / kExecuteBatch;
-    if (batches != 0) {
-      std::latch done(static_cast<std::ptrdiff_t>(batches));
-      Dispatch(&done);
-      done.wait();
-    }
+    pool_.Submit(fired_);
+    pool_.WaitIdle();
     TickRequest* request = tick_requests_.front();
     if (--request->remaining == 0) {
       tick_requests_.pop_front();
       request->done.count_down();
     }
-  }
-
-  // Hands expired_ to the execute workers in batches; each batch counts
-  // `done` down when it has run, if given.
-  void Dispatch(std::latch* done) {
-    const std::size_t n = expired_.size();
-    if (n == 0) return;
-    if (n <= kExecuteBatch) {
-      Entries batch;
-      batch.swap(expired_);
-      Submit(std::move(batch), done);
-      return;
-    }
-    for (std::size_t begin = 0; begin < n; begin += kExecuteBatch) {
-      const std::size_t end = std::min(n, begin + kExecuteBatch);
-      Entries batch(std::make_move_iterator(expired_.begin() + begin),
-                    std::make_move_iterator(expired_.begin() + end));
-      Submit(std::move(batch), done);
-    }
-    expired_.clear();
-  }
-
-  void Submit(Entries batch, std::latch* done) {
-    pool_.Submit([this, batch = std::move(batch), done]() mutable {
-      CallbackScope scope(static_cast<const TickSink*>(this));
-      for (auto& [key, value] : batch) {
-        try {
-          execute_(std::move(key), std::move(value));
-        } catch (...) {
-          exceptions_.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-      if (done != nullptr) done->count_down();
-    });
   }
 
   // Runs fn over entries on up to drain_workers_ threads, returning when all
@@ -449,11 +409,11 @@ class EventLoop final : public TickSink {
 
   // Loop thread only.
   Wheel<K, V, Hash, Eq> wheel_;
+  std::vector<typename ExecutePool<K, V>::Item> fired_;  // for pool_
   // Of the batch being applied: each command's key hash, and the entry
   // PrefetchEntry guessed for it.
   std::uint32_t hashes_[kBatch];
   std::uint32_t candidates_[kBatch];
-  Entries expired_;
   std::deque<TickRequest*> tick_requests_;
   bool stop_requested_ = false;
   Counters counters_;
@@ -463,7 +423,7 @@ class EventLoop final : public TickSink {
   std::atomic<std::uint64_t> ticks_done_{0};
   Published published_;
   std::atomic<std::uint64_t> exceptions_{0};
-  WorkerPool pool_;
+  ExecutePool<K, V> pool_;
   std::thread thread_;
 
   // Standard primitives, not absl::Mutex: ThreadSanitizer sees them even

@@ -447,7 +447,9 @@ class Wheel {
   // The cursor is at `tick`: fire what is due in its slot, relink entries
   // that were moved later, and recompute the slot's bound. The lanes are
   // walked side by side, one entry of each in turn, prefetching each lane's
-  // next entry as soon as its link is known.
+  // next entry as soon as its link is known. A fired entry then waits in a
+  // short ring (kFiring deep) between leaving its list and leaving the
+  // index, so that its index line arrives while the walk goes on.
   template <typename Sink>
   void ScanSlot(std::uint64_t tick, Sink& sink) {
     const std::uint32_t slot = Slot(tick);
@@ -457,6 +459,18 @@ class Wheel {
       cursor[l] = heads_[slot * kLanes + l];
       if (cursor[l] != kNil) __builtin_prefetch(&At(cursor[l]), 1);
     }
+    struct Firing {
+      std::uint32_t entry, hash;
+    };
+    Firing firing[kFiring];
+    std::size_t fired = 0;
+    auto retire = [&](const Firing& f) {
+      Entry& e = At(f.entry);
+      index_.EraseAt(Find(e.key.Get(), f.hash));
+      sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
+      DestroyEntry(e);
+      FreeEntry(f.entry);
+    };
     for (bool walking = true; walking;) {
       walking = false;
       for (std::uint32_t l = 0; l < kLanes; ++l) {
@@ -468,10 +482,10 @@ class Wheel {
         if (e.next != kNil) __builtin_prefetch(&At(e.next), 1);
         if (e.deadline <= tick) {
           Unlink(i);
-          index_.EraseAt(Find(e.key.Get(), HashOf(e.key.Get())));
-          sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
-          DestroyEntry(e);
-          FreeEntry(i);
+          Firing& f = firing[fired++ % kFiring];
+          if (fired > kFiring) retire(f);
+          f = {i, HashOf(e.key.Get())};
+          index_.Prefetch(f.hash);
         } else if (Slot(e.deadline) != slot) {
           Unlink(i);
           Link(i, Slot(e.deadline));
@@ -480,6 +494,10 @@ class Wheel {
         }
       }
     }
+    for (std::size_t k = fired > kFiring ? fired - kFiring : 0; k < fired;
+         ++k) {
+      retire(firing[k % kFiring]);
+    }
     mins_[slot] = bound;
     if (bound <= tick + num_slots_) {
       SetHot(slot);
@@ -487,6 +505,7 @@ class Wheel {
       ClearHot(slot);
     }
   }
+  static constexpr std::size_t kFiring = 16;
 
   void SetHot(std::uint32_t slot) {
     hot_[slot >> 6] |= std::uint64_t{1} << (slot & 63);
