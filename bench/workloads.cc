@@ -12,6 +12,7 @@
 // Throughput figures are "applied": the clock stops when the loop has applied
 // the last command, not when the last call returned. See WaitApplied.
 #include <dirent.h>
+#include <malloc.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -54,8 +56,9 @@ struct Flags {
   double seconds = 5;  // W6 and W7 measurement windows
   bool json_only = false;
   std::string commit;
-  bool w4_child = false;  // internal: the fresh process of W4
-  bool w4_burst = false;  // internal: W4 child submits without pacing
+  std::int64_t prefault_mb = 1024;  // see Prefault; 0 = off
+  bool w4_child = false;            // internal: the fresh process of W4
+  bool w4_burst = false;            // internal: W4 child submits without pacing
 };
 
 bool Wanted(const Flags& f, const std::string& w) {
@@ -84,6 +87,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.n = std::max<std::int64_t>(1, std::atoll(v));
     } else if (const char* v = value("--seconds")) {
       f.seconds = std::max(0.1, std::atof(v));
+    } else if (const char* v = value("--prefault_mb")) {
+      f.prefault_mb = std::max<std::int64_t>(0, std::atoll(v));
     } else if (const char* v = value("--commit")) {
       f.commit = v;
     } else if (a == "--json") {
@@ -95,7 +100,7 @@ Flags ParseFlags(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--only=w1,...,w7] [--n=N] [--seconds=S] "
-                   "[--json] [--commit=REV]\n",
+                   "[--prefault_mb=MB] [--json] [--commit=REV]\n",
                    argv[0]);
       std::exit(2);
     }
@@ -104,6 +109,37 @@ Flags ParseFlags(int argc, char** argv) {
 }
 
 // ------------------------------------------------------------ utilities --
+
+// Gives the process `mb` MiB of heap whose pages are already faulted in, and
+// keeps it: later allocations (the wheel's pool and index, the queue's
+// blocks, our arrays) reuse it instead of touching fresh pages.
+//
+// Why: on the Firecracker VMs we measure on (nested virtualization, free-page
+// reporting of 8 MiB blocks), the first touch of a page costs ~10 us, 2.7 s
+// a GiB, and memory a process frees goes back to the host within seconds.
+// A workload that fills a fresh wheel then spends more time in page faults
+// than in the wheel (W5: a p99 of 100-170 ms in half the runs, ~10 ms in the
+// others, by whether the guest happened to reuse still-backed pages). A
+// running service, like the JVM and Go peers' heaps, reuses its memory; so
+// do we. --prefault_mb=0 measures the cold case.
+void Prefault(std::int64_t mb) {
+  if (mb <= 0) return;
+  // One arena for every thread (the loop's allocations included), blocks up
+  // to 32 MiB (glibc's largest threshold) from it rather than from mmap, and
+  // nothing trimmed back to the OS.
+  constexpr std::size_t kPiece = std::size_t{32} << 20;
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kPiece));
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  std::vector<char*> pieces;
+  for (std::int64_t done = 0; done < mb; done += 31) {
+    char* p = static_cast<char*>(std::malloc(kPiece - 4096));
+    if (p == nullptr) break;
+    for (std::size_t i = 0; i < kPiece - 4096; i += 4096) p[i] = 1;
+    pieces.push_back(p);
+  }
+  for (char* p : pieces) std::free(p);
+}
 
 // splitmix64's finalizer: a bijection on 64 bits, so distinct indices give
 // distinct keys that are spread like real ids (not 0..N-1, which a hash
@@ -300,7 +336,8 @@ Context MakeContext(const Flags& flags) {
 void Emit(const Context& ctx, Json result, const std::string& human) {
   result.Add("load1", Load1())
       .Add("machine", ctx.machine)
-      .Add("date", ctx.date);
+      .Add("date", ctx.date)
+      .Add("prefault_mb", ctx.flags.prefault_mb);
   if (!ctx.flags.commit.empty()) result.Add("commit", ctx.flags.commit);
   if (!ctx.flags.json_only) std::printf("# %s\n", human.c_str());
   std::printf("%s\n", result.str().c_str());
@@ -602,34 +639,59 @@ void RunW4(const Context& ctx, const char* self) {
 // ------------------------------------------------------------------ W5 --
 
 // Interval 1 ms, 128 slots, N timers with delays uniform in [50, 150] ms,
-// submitted as fast as one thread can. The key is the index into arrays
-// allocated up front, so the callback is a clock read and three stores.
+// submitted as fast as one thread can.
+//
+// The callback is the probe, so it must be light: at the peak the wheel
+// fires ~10,000 timers a millisecond, and a probe that wrote into arrays
+// indexed by key (two random cache misses, ~150 ns) kept one worker busier
+// than the wheel and measured itself. Each worker thread appends (key, time)
+// to a log of its own, reserved up front; counting, lateness and "fired
+// twice" are worked out from the logs after the run.
+struct FireLog {
+  std::vector<std::pair<std::uint64_t, std::int64_t>> records;
+  alignas(64) std::atomic<std::int64_t> size{0};  // published records
+};
+
 void RunW5(const Context& ctx, int workers) {
   const std::int64_t n = ctx.flags.n;
   std::vector<std::int64_t> delay_ns(n), deadline_ns(n), fired_ns(n, 0);
-  std::vector<std::atomic<std::uint32_t>> count(n);
-  std::atomic<std::int64_t> done{0}, twice{0}, stray{0};
+  std::vector<std::uint32_t> count(n, 0);
+  std::int64_t twice = 0, stray = 0;
   Rng rng(5);
   for (std::int64_t i = 0; i < n; ++i) {
     delay_ns[i] = rng.Between(50000000, 150000000);
   }
-  auto wheel =
-      MakeWheel(absl::Milliseconds(1), 128, workers,
-                [&](std::uint64_t key, std::uint64_t) {
-                  const std::int64_t t = NowNs();
-                  if (key >= static_cast<std::uint64_t>(n)) {
-                    stray.fetch_add(1, std::memory_order_relaxed);
-                    return;
-                  }
-                  if (count[key].fetch_add(1, std::memory_order_relaxed) == 0) {
-                    fired_ns[key] = t;
-                  } else {
-                    twice.fetch_add(1, std::memory_order_relaxed);
-                  }
-                  // Release: the main thread reads fired_ns once it sees done
-                  // == n.
-                  done.fetch_add(1, std::memory_order_release);
-                });
+  std::vector<std::unique_ptr<FireLog>> logs;
+  for (int w = 0; w < workers; ++w) {
+    logs.push_back(std::make_unique<FireLog>());
+    logs.back()->records.reserve(n);  // no reallocation while measuring
+  }
+  std::atomic<int> next_log{0};
+  static std::atomic<int> runs{0};
+  const int run = runs.fetch_add(1) + 1;
+  auto wheel = MakeWheel(absl::Milliseconds(1), 128, workers,
+                         [&, run](std::uint64_t key, std::uint64_t) {
+                           const std::int64_t t = NowNs();
+                           // Each worker thread claims a log the first time it
+                           // runs a callback of this run.
+                           thread_local int my_run = 0;
+                           thread_local FireLog* mine = nullptr;
+                           if (my_run != run) {
+                             my_run = run;
+                             mine = logs[next_log.fetch_add(1)].get();
+                           }
+                           mine->records.emplace_back(key, t);
+                           mine->size.store(
+                               static_cast<std::int64_t>(mine->records.size()),
+                               std::memory_order_release);
+                         });
+  auto logged = [&] {
+    std::int64_t total = 0;
+    for (const auto& log : logs) {
+      total += log->size.load(std::memory_order_acquire);
+    }
+    return total;
+  };
   const std::int64_t start = NowNs();
   for (std::int64_t i = 0; i < n; ++i) {
     // The deadline as api.md defines it, from a time read before the call:
@@ -644,15 +706,27 @@ void RunW5(const Context& ctx, int workers) {
   const std::int64_t submitted = NowNs();
   // Wait for every callback, or give up after a generous minute.
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(60);
-  while (done.load(std::memory_order_acquire) < n && Clock::now() < give_up) {
+  while (logged() < n && Clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const std::int64_t ran = done.load(std::memory_order_acquire);
+  const std::int64_t ran = logged();
+  wheel.reset();  // joins the workers: the logs are ours now
+  for (const auto& log : logs) {
+    for (const auto& [key, t] : log->records) {
+      if (key >= static_cast<std::uint64_t>(n)) {
+        ++stray;
+      } else if (count[key]++ == 0) {
+        fired_ns[key] = t;
+      } else {
+        ++twice;
+      }
+    }
+  }
   std::vector<std::int64_t> late;
   late.reserve(n);
   std::int64_t last = start, early = 0, never = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    if (count[i].load(std::memory_order_relaxed) == 0) {
+    if (count[i] == 0) {
       ++never;
       continue;
     }
@@ -685,16 +759,16 @@ void RunW5(const Context& ctx, int workers) {
       .Add("late_ms_min", late.empty() ? NAN : late.front() / 1e6)
       .Add("callbacks", ran)
       .Add("early", early)
-      .Add("fired_twice", twice.load())
+      .Add("fired_twice", twice)
       .Add("never_fired", never)
-      .Add("stray", stray.load());
+      .Add("stray", stray);
   Emit(ctx, j,
        Fmt("W5 expire, %d worker(s): all %" PRId64
            " callbacks done %.3f s after the first submission (submitting "
            "took %.3f s); lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
            "early %" PRId64 ", twice %" PRId64 ", never %" PRId64,
            workers, ran, wall, (submitted - start) / 1e9, pct(0.5), pct(0.99),
-           late.empty() ? NAN : late.back() / 1e6, early, twice.load(), never));
+           late.empty() ? NAN : late.back() / 1e6, early, twice, never));
 }
 
 // ------------------------------------------------------------------ W6 --
@@ -883,7 +957,9 @@ void RunW7(const Context& ctx) {
 
 int main(int argc, char** argv) {
   const Flags flags = ParseFlags(argc, argv);
+  // Not for W4's child: it measures the RSS a fresh process gains.
   if (flags.w4_child) return RunW4Child(flags);
+  Prefault(flags.prefault_mb);
   const Context ctx = MakeContext(flags);
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
