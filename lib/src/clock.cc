@@ -8,6 +8,9 @@ namespace timingwheel {
 namespace internal {
 namespace {
 
+// Bound on the operands of RealClock's integer fast path.
+constexpr std::int64_t kFastLimit = std::int64_t{1} << 61;
+
 std::uint64_t Saturate(std::int64_t ticks) {
   if (ticks <= 0) return 0;
   return std::min(static_cast<std::uint64_t>(ticks), kMaxTick);
@@ -31,7 +34,8 @@ RealClock::RealClock(absl::Duration interval,
     : start_(start),
       interval_(interval),
       interval_ns_(absl::Nanoseconds(absl::ToInt64Nanoseconds(interval)) ==
-                           interval
+                               interval &&
+                           interval < absl::Nanoseconds(kFastLimit)
                        ? absl::ToInt64Nanoseconds(interval)
                        : 0) {}
 
@@ -44,8 +48,9 @@ std::uint64_t RealClock::DeadlineTick(absl::Duration delay) const {
   // The common case in integer nanoseconds: Duration arithmetic and
   // IDivDuration cost a producer ~45 ns a call. Rounding the delay up to
   // whole nanoseconds first is exact, since ceil(x / I) == ceil(ceil(x) / I)
-  // for a whole-nanosecond interval I and start-relative times.
-  constexpr std::int64_t kFastLimit = std::int64_t{1} << 61;
+  // for a whole-nanosecond interval I and start-relative times. With delay,
+  // interval and time since start each below 2^61 ns (73 years), the sum
+  // below cannot overflow.
   if (interval_ns_ > 0 && delay < absl::Nanoseconds(kFastLimit)) {
     std::int64_t delay_ns = absl::ToInt64Nanoseconds(delay);
     if (absl::Nanoseconds(delay_ns) < delay) ++delay_ns;

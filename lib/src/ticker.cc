@@ -20,6 +20,10 @@ void ManualTicker::Tick(int n) {
 namespace internal {
 
 bool TickerAccess::Attach(ManualTicker& ticker, TickSink* sink) {
+  // Checked before locking: a callback of the wheel this ticker drives runs
+  // inside a Tick that holds mu_, and creating a wheel there must fail, not
+  // wait for that Tick forever.
+  if (ticker.sink_.load(std::memory_order_acquire) != nullptr) return false;
   std::lock_guard<std::mutex> lock(ticker.mu_);
   if (ticker.sink_.load(std::memory_order_relaxed) != nullptr) return false;
   ticker.sink_.store(sink, std::memory_order_release);

@@ -3,6 +3,8 @@
 // so outcomes are decided by tick counts, never by sleeps; the few places
 // that need real time (S10's slow callback) use generous bounds.
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -238,6 +240,53 @@ TEST(ErrorsCreate, NumSlotsMustBeInRange) {
   EXPECT_EQ(CreateCode(ok), StatusCode::kOk);
 }
 
+// The largest wheel Options allows is a working wheel (160 MiB of slot
+// arrays), not an error.
+TEST(ErrorsCreate, LargestNumSlotsWorks) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::atomic<int> fired{0};
+  auto wheel = IntWheel::Create(ManualOptions(ticker, kMaxSlots),
+                                [&](int, int) { fired.fetch_add(1); });
+  ASSERT_TRUE(wheel.ok()) << wheel.status();
+  ASSERT_TRUE((*wheel)->SetTimer(1, 1, kInterval * (kMaxSlots + 3)).ok());
+  ASSERT_TRUE((*wheel)->SetTimer(2, 2, kInterval * 2).ok());
+  ticker->Tick(2);
+  EXPECT_EQ(fired.load(), 1);
+  auto stopped = (*wheel)->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(Sorted(std::move(*stopped)), (Vec{{1, 1}}));
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// Where memory runs out (here an address-space limit, in a child process),
+// Create says so instead of crashing. Sanitizers reserve terabytes of
+// shadow address space, so this runs in the plain build only.
+// In a child process: under a 1 GiB address-space limit, creating sixteen
+// 160 MiB wheels must end in ResourceExhausted. Exits 0 if it does.
+[[noreturn]] void CreateUntilOutOfMemory() {
+  rlimit limit{};
+  limit.rlim_cur = limit.rlim_max = rlim_t{1} << 30;
+  setrlimit(RLIMIT_AS, &limit);
+  Options options;
+  options.num_slots = kMaxSlots;
+  std::vector<std::unique_ptr<IntWheel>> wheels;
+  for (int i = 0; i < 16; ++i) {
+    auto wheel = IntWheel::Create(options, [](int, int) {});
+    if (!wheel.ok()) {
+      std::_Exit(wheel.status().code() == StatusCode::kResourceExhausted ? 0
+                                                                         : 2);
+    }
+    wheels.push_back(std::move(*wheel));
+  }
+  std::_Exit(3);  // sixteen 160 MiB wheels within 1 GiB: impossible
+}
+
+TEST(ErrorsCreate, OutOfMemoryIsResourceExhausted) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(CreateUntilOutOfMemory(), ::testing::ExitedWithCode(0), "");
+}
+#endif
+
 TEST(ErrorsCreate, WorkersMustBeInRange) {
   for (int bad : {0, -1, kMaxWorkers + 1}) {
     Options options;
@@ -287,6 +336,21 @@ TEST(ErrorsCreate, ManualTickerDrivesOneWheelAtATime) {
   ASSERT_TRUE((*second)->SetTimer(2, 2, kInterval).ok());
   ticker->Tick();
   EXPECT_EQ(second_fired.load(), 1);
+}
+
+// A callback that creates another wheel on the ManualTicker that is ticking
+// it gets InvalidArgument (the ticker drives its wheel), not a deadlock on
+// the ticker's lock, which the running Tick holds.
+TEST(ErrorsCreate, SameManualTickerFromOwnCallbackIsRefused) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::atomic<int> code{-1};
+  auto wheel = IntWheel::Create(ManualOptions(ticker), [&](int, int) {
+    code.store(static_cast<int>(CreateCode(ManualOptions(ticker))));
+  });
+  ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE((*wheel)->SetTimer(1, 1, kInterval).ok());
+  EXPECT_TRUE(FinishesInTime([&] { ticker->Tick(); }));
+  EXPECT_EQ(code.load(), static_cast<int>(StatusCode::kInvalidArgument));
 }
 
 // ---------------------------------------------------------------------------
@@ -1087,6 +1151,22 @@ TEST(S5Long, HugeFloatingChronoDelayIsFinite) {
   EXPECT_EQ(StopSorted(w.wheel()), (Vec{{1, 1}, {2, 2}, {3, 3}}));
 }
 
+// An unsigned count past INT64_MAX is a long positive delay, not a negative
+// one (a plain cast to int64 would wrap it).
+TEST(S5Long, HugeUnsignedChronoDelayIsFinite) {
+  ManualWheel w(8);
+  using UNanos = std::chrono::duration<std::uint64_t, std::nano>;
+  using UHours = std::chrono::duration<std::uint64_t, std::ratio<3600>>;
+  EXPECT_TRUE(w.wheel().SetTimer(1, 1, UNanos(~std::uint64_t{0})).ok());
+  EXPECT_TRUE(w.wheel().SetTimer(2, 2, UHours(~std::uint64_t{0})).ok());
+  EXPECT_TRUE(w.wheel().SetTimer(3, 3, UNanos(std::uint64_t{1} << 63)).ok());
+  EXPECT_EQ(w.wheel().SetTimer(4, 4, UNanos(0)).code(),
+            StatusCode::kInvalidArgument);
+  w.Tick(3);
+  EXPECT_TRUE(w.fires().empty());
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{1, 1}, {2, 2}, {3, 3}}));
+}
+
 // ---------------------------------------------------------------------------
 // S6: every accepted timer ends exactly one way.
 
@@ -1430,6 +1510,37 @@ TEST(S10Callbacks, SlowCallbackOccupiesOnlyItsWorker) {
   EXPECT_TRUE(ran);
 }
 
+// Two workers, ten timers due on the same tick: while the first callback to
+// run blocks, the other worker runs the other nine. Timers are handed out
+// one at a time; in batches, some of the nine would wait behind the blocked
+// one in its worker's batch.
+TEST(S10Callbacks, SlowCallbackHoldsUpNoOtherTimerOfItsTick) {
+  constexpr int kTimers = 10;
+  std::atomic<bool> first{true};
+  std::atomic<int> others{0};
+  Event all_others_ran;
+  std::atomic<bool> saw_others{false};
+  Options options = TestOptions();
+  options.execute_workers = 2;
+  ManualWheel w(
+      8,
+      [&](IntWheel&, int, int) {
+        if (first.exchange(false)) {
+          saw_others.store(all_others_ran.WaitFor(absl::Seconds(5)));
+        } else if (others.fetch_add(1) + 1 == kTimers - 1) {
+          all_others_ran.Notify();
+        }
+      },
+      options);
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval).ok());
+  }
+  EXPECT_TRUE(FinishesInTime([&] { w.Tick(); }));
+  EXPECT_TRUE(saw_others.load())
+      << "timers of the slow callback's tick waited behind it";
+  EXPECT_EQ(w.KeysFiredAt(1).size(), static_cast<std::size_t>(kTimers));
+}
+
 TEST(S10Callbacks, ReputPatternRunsNPeriods) {
   constexpr int kPeriods = 25;
   std::atomic<int> runs{0};
@@ -1628,6 +1739,49 @@ TEST(Types, CustomHashAndEq) {
   ticker->Tick();
   EXPECT_EQ(fires.load(), 1);
   EXPECT_EQ(last.load(), 2);
+}
+
+// Every key hashes alike: lookups degrade to a scan, answers stay right.
+struct ConstantHash {
+  std::size_t operator()(int) const { return 42; }
+};
+
+TEST(Types, KeysWhoseHashesAllCollide) {
+  using W = TimingWheel<int, int, ConstantHash>;
+  auto ticker = std::make_shared<ManualTicker>();
+  std::mutex mu;
+  std::vector<std::pair<int, int>> fired;  // (tick, key)
+  std::atomic<int> ticks{0};
+  auto wheel = W::Create(ManualOptions(ticker), [&](int key, int value) {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(value, key * 10);
+    fired.emplace_back(ticks.load() + 1, key);
+  });
+  ASSERT_TRUE(wheel.ok());
+  constexpr int kKeys = 300;
+  for (int k = 0; k < kKeys; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k * 10, kInterval * (1 + k % 20)).ok());
+  }
+  for (int k = 0; k < kKeys; k += 3) {
+    ASSERT_TRUE((*wheel)->RemoveTimer(k).ok());
+  }
+  for (int k = 1; k < kKeys; k += 3) {
+    ASSERT_TRUE((*wheel)->MoveTimer(k, kInterval * 25).ok());
+  }
+  for (int t = 0; t < 30; ++t) {
+    ticker->Tick();
+    ticks.fetch_add(1);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<int> tick_of(kKeys, 0);
+  for (auto [tick, key] : fired) {
+    EXPECT_EQ(tick_of[key], 0) << "key " << key << " fired twice";
+    tick_of[key] = tick;
+  }
+  for (int k = 0; k < kKeys; ++k) {
+    const int want = k % 3 == 0 ? 0 : k % 3 == 1 ? 25 : 1 + k % 20;
+    EXPECT_EQ(tick_of[k], want) << "key " << k;
+  }
 }
 
 TEST(Types, ChronoOverloads) {

@@ -61,6 +61,13 @@ absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
     }
     return absl::Seconds(seconds);
   } else {
+    // An unsigned count above INT64_MAX is still a finite, positive delay.
+    if constexpr (std::is_unsigned_v<Rep>) {
+      if (d.count() > static_cast<std::make_unsigned_t<std::int64_t>>(
+                          std::numeric_limits<std::int64_t>::max())) {
+        return absl::Seconds(std::numeric_limits<std::int64_t>::max());
+      }
+    }
     const absl::Duration r =
         absl::Seconds(static_cast<std::int64_t>(d.count())) *
         static_cast<std::int64_t>(Period::num) /
