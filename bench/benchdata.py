@@ -34,12 +34,33 @@ def select(results, sel):
     return found
 
 
+def values(results, metric):
+    """Every run's figure for a metric of peers.json, in its unit."""
+    out = []
+    for r in results:
+        if all(r.get(k) == v for k, v in metric["select"].items()):
+            if r.get(metric["field"]) is not None:
+                out.append(r[metric["field"]] * metric.get("scale", 1))
+    return out
+
+
 def ours(results, metric):
-    """Our figure for a metric of peers.json, in the metric's unit, or None."""
-    r = select(results, metric["select"])
-    if r is None or r.get(metric["field"]) is None:
+    """Our figure for a metric of peers.json: the median of the runs in the
+    results file (bench/run.sh repeats the workloads; on a shared machine
+    one run is not a figure), or None."""
+    v = sorted(values(results, metric))
+    if not v:
         return None
-    return r[metric["field"]] * metric.get("scale", 1)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def median_run(results, sel, field):
+    """The run matching `sel` whose `field` is the median (for details)."""
+    runs = sorted((r for r in results
+                   if all(r.get(k) == v for k, v in sel.items())
+                   and r.get(field) is not None), key=lambda r: r[field])
+    return runs[(len(runs) - 1) // 2] if runs else None
 
 
 def target(results, metric, metrics_by_id):

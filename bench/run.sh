@@ -5,7 +5,7 @@
 #                                    Benchmark JSON)
 #   bench/results/chart.svg          ours vs the peers (bench/chart.py)
 #
-#   bench/run.sh [--use-build=DIR] [workloads flags, e.g. --n=100000]
+#   bench/run.sh [--use-build=DIR] [--repeat=N] [workloads flags, e.g. --n=100000]
 #
 # By default it configures and builds a release tree, build-release (NDEBUG,
 # no tests or examples), so the figures are not those of a debug build.
@@ -13,15 +13,19 @@
 # `meson compile bench` does). Extra flags go to the workloads program.
 # MICRO_MIN_TIME (seconds per micro-benchmark, default 0.5) shortens the
 # micro run; MICRO_FILTER selects benchmarks (a regex, default all).
+# --repeat=N (default 3) runs the workloads N times into the same file; the
+# table and the chart show the median (one run on a shared machine is noise).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 builddir=""
+repeat=3
 args=()
 for a in "$@"; do
   case "$a" in
     --use-build=*) builddir="${a#--use-build=}" ;;
+    --repeat=*) repeat="${a#--repeat=}" ;;
     *) args+=("$a") ;;
   esac
 done
@@ -44,8 +48,10 @@ if ! git -C "$root" diff --quiet HEAD -- lib 2>/dev/null; then
 fi
 
 echo "== workloads -> $results/$date.jsonl" >&2
-"$builddir/bench/workloads" --json --commit="$commit" ${args[@]+"${args[@]}"} \
-  | tee "$results/$date.jsonl"
+for ((run = 1; run <= repeat; ++run)); do
+  echo "== run $run of $repeat" >&2
+  "$builddir/bench/workloads" --json --commit="$commit" ${args[@]+"${args[@]}"}
+done | tee "$results/$date.jsonl"
 
 if [[ -x "$builddir/bench/wheel_micro" ]]; then
   echo "== micro-benchmarks -> $results/$date-micro.json" >&2

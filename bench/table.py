@@ -68,10 +68,15 @@ def main():
 
     first = results[0] if results else {}
     m = first.get("machine", {})
-    print("Results: `%s` (%s, %s cores, %s, commit %s, n=%s)\n" % (
-        os.path.basename(args.results), first.get("date", "?"),
-        m.get("cores", "?"), m.get("cpu", "?"), first.get("commit", "?"),
-        first.get("n", "?")))
+    runs = max(len([r for r in results if r.get("workload") == w])
+               for w in ("W4", "W6", "W7")) if results else 0
+    loads = sorted(r["load1"] for r in results if "load1" in r)
+    print("Results: `%s` (%s, %s cores, %s, commit %s, n=%s; median of %s "
+          "runs, min-max in brackets; load1 %s-%s)\n" % (
+              os.path.basename(args.results), first.get("date", "?"),
+              m.get("cores", "?"), m.get("cpu", "?"), first.get("commit", "?"),
+              first.get("n", "?"), runs, loads[0] if loads else "?",
+              loads[-1] if loads else "?"))
     names = peers["peers"]
     print("| workload | ours | " + " | ".join(names) +
           " | target | x target | x best peer |")
@@ -87,6 +92,9 @@ def main():
             t_ratio = ""
         else:
             ours_s = "**%s**" % fmt(v, unit)
+            runs = benchdata.values(results, metric)
+            if len(runs) > 1:
+                ours_s += " (%s-%s)" % (fmt(min(runs)), fmt(max(runs)))
             t = benchdata.target(results, metric, by_id)
             t_ratio = fmt_ratio(benchdata.advantage(metric, v, t)) if t else ""
         best = benchdata.best_peer(metric)
@@ -99,12 +107,14 @@ def main():
             " | ".join(peer_cell(metric, n) for n in names),
             metric.get("target_text", ""), t_ratio, p_ratio))
 
-    extra = benchdata.select(results, {"workload": "W6"})
+    extra = benchdata.median_run(results, {"workload": "W6"},
+                                 "cpu_s_per_s_spread")
     if extra and extra.get("cpu_s_per_s_spread") is not None:
         print("\nW6 extension: 1 M timers spread uniformly over the next hour "
               "(not in peers.md): %s CPU s/s." %
               fmt(extra["cpu_s_per_s_spread"]))
-    w5 = benchdata.select(results, {"workload": "W5", "execute_workers": 1})
+    w5 = benchdata.median_run(results, {"workload": "W5", "execute_workers": 1},
+                              "late_ms_p99")
     if w5:
         print("\nW5 details (1 worker): all callbacks done %.3f s after the "
               "first submission; lateness p50 %s, p99 %s, max %s; early %s, "
@@ -112,7 +122,9 @@ def main():
                              fmt(w5["late_ms_p99"], "ms"),
                              fmt(w5["late_ms_max"], "ms"), w5["early"],
                              w5["fired_twice"]))
-    w5b = benchdata.select(results, {"workload": "W5", "execute_workers": 2})
+    w5b = benchdata.median_run(results,
+                               {"workload": "W5", "execute_workers": 2},
+                               "late_ms_p99")
     if w5b:
         print("With 2 execute workers: done after %.3f s; p50 %s, p99 %s, "
               "max %s; early %s, twice %s." % (
