@@ -170,9 +170,10 @@ class EventLoop final : public TickSink {
   static constexpr std::size_t kDrainChunk = 64;
   // Longest sleep; a safety net against a missed wake-up or clock oddities.
   static constexpr absl::Duration kMaxSleep = absl::Seconds(1);
-  // How long the loop polls for more commands before sleeping, after a
-  // round that applied some (see CommandQueue::WaitForWork).
-  static constexpr absl::Duration kSpin = absl::Microseconds(50);
+  // After a round that applied commands the loop naps this long before
+  // looking again, unannounced (see CommandQueue::Nap); one empty look and
+  // it goes back to sleeping until woken.
+  static constexpr absl::Duration kNap = absl::Microseconds(100);
 
   // Counters only the loop thread writes, and their published copies.
   struct Counters {
@@ -231,7 +232,12 @@ class EventLoop final : public TickSink {
         continue;
       }
       if (wait > absl::ZeroDuration()) {
-        queue_.WaitForWork(wait, streaming ? kSpin : absl::ZeroDuration());
+        // A ManualTicker's Tick waits on the loop: never nap there.
+        if (streaming && manual_ == nullptr) {
+          queue_.Nap(std::min(wait, kNap));
+        } else {
+          queue_.WaitForWork(wait);
+        }
       }
       streaming = false;
     }

@@ -41,6 +41,21 @@ class Wakeup {
     sleeping_.store(false, std::memory_order_relaxed);
   }
 
+  // Sleeps up to `timeout` unannounced: Notify() does not end it, Wake() does.
+  void Nap(absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!signaled_) cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout));
+    signaled_ = false;
+  }
+
+  // Ends a Sleep or a Nap in progress, or the next one to start. Takes the
+  // lock: for rare events (a full queue, Stop).
+  void Wake() {
+    std::lock_guard<std::mutex> lock(mu_);
+    signaled_ = true;
+    cv_.notify_one();
+  }
+
  private:
   std::atomic<bool> sleeping_{false};
   // Standard primitives: ThreadSanitizer sees them even when the system's
