@@ -49,10 +49,10 @@ class ManualStorage {
 
 // Wheel<K, V> maps each key to one pending timer with a deadline in ticks.
 //
-// Layout: entries live in a chunked pool and link into doubly
-// linked lists by 32-bit index. The key map (KeyIndex) holds (32-bit key hash,
-// entry index) words, so the key is stored once, in the entry. For 8-byte keys
-// and values an entry is 32 bytes and the map 11 to 21 more per timer.
+// Layout: entries live in a chunked pool and link into doubly linked lists
+// by 32-bit index. The key map (KeyIndex) holds (32-bit key hash, entry
+// index) words, so the key is stored once, in the entry. For 8-byte keys and
+// values an entry is 32 bytes and the map 11 to 21 more per timer.
 //
 // Placement: an entry with deadline D belongs in slot D % num_slots; the
 // cursor visits that slot at tick D, and at earlier visits (D further than a
@@ -74,9 +74,9 @@ class ManualStorage {
 // O(min(ticks, num_slots)) bit refreshes, never a walk over future entries.
 //
 // Batches: a caller applying many operations computes HashOf(key) once per
-// operation and calls PrefetchIndex a few operations ahead and PrefetchEntry
-// nearer, so the misses of several operations overlap; the operations take
-// the same hash.
+// operation, calls PrefetchIndex a few operations ahead, PrefetchEntry
+// nearer and PrefetchLinks nearer still, so the misses of several operations
+// overlap; the operations take the same hash.
 //
 // Not thread-safe: one thread owns a Wheel.
 template <typename K, typename V, typename Hash = absl::Hash<K>,
