@@ -28,6 +28,11 @@ absl::Status ValidateOptions(const Options& options) {
         absl::StrCat("Options::drain_workers must be in [1, ", kMaxWorkers,
                      "], got ", options.drain_workers));
   }
+  if (options.expected_timers > kMaxTimers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Options::expected_timers must be at most ", kMaxTimers,
+                     ", got ", options.expected_timers));
+  }
   if (options.ticker != nullptr &&
       dynamic_cast<ManualTicker*>(options.ticker.get()) == nullptr) {
     return absl::InvalidArgumentError(

@@ -287,6 +287,24 @@ TEST(ErrorsCreate, OutOfMemoryIsResourceExhausted) {
 }
 #endif
 
+TEST(ErrorsCreate, ExpectedTimersMustBeInRange) {
+  Options too_many;
+  too_many.expected_timers = kMaxTimers + 1;
+  EXPECT_EQ(CreateCode(too_many), StatusCode::kInvalidArgument);
+  // A hint changes nothing but memory: the wheel behaves as without it.
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options = ManualOptions(ticker);
+  options.expected_timers = 100'000;
+  std::atomic<int> fired{0};
+  auto wheel = IntWheel::Create(options, [&](int, int) { fired.fetch_add(1); });
+  ASSERT_TRUE(wheel.ok()) << wheel.status();
+  for (int k = 0; k < 1000; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, kInterval * (1 + k % 3)).ok());
+  }
+  ticker->Tick(3);
+  EXPECT_EQ(fired.load(), 1000);
+}
+
 TEST(ErrorsCreate, WorkersMustBeInRange) {
   for (int bad : {0, -1, kMaxWorkers + 1}) {
     Options options;

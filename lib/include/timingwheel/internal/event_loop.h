@@ -54,7 +54,9 @@ class EventLoop final : public TickSink {
         queue_(options.max_pending),
         clock_(options.interval),
         pool_(options.execute_workers, &execute_,
-              static_cast<const TickSink*>(this), &exceptions_) {}
+              static_cast<const TickSink*>(this), &exceptions_) {
+    wheel_.Reserve(options.expected_timers);
+  }
 
   ~EventLoop() {
     Stop().IgnoreError();
