@@ -196,12 +196,14 @@ class EventLoop final : public TickSink {
     std::vector<Cmd> batch(kBatch);
     bool streaming = false;  // the last round applied commands
     for (;;) {
-      // Real time: learn which ticks are due *before* taking commands, and
-      // take at least every command queued by then. A tick thus does not run
-      // ahead of a command that was already waiting when it became due (a
-      // MoveTimer sent long before the old deadline must win, however far
-      // behind the loop is), while commands arriving later wait for the
-      // next round, so a flood cannot starve ticking either.
+      // Real time: learn which ticks are due *before* taking commands, then
+      // take commands until every producer's queue is found empty, so a
+      // tick does not run ahead of a command already waiting when it became
+      // due (a MoveTimer sent long before the old deadline must win, however
+      // far behind the loop is). Under a flood that never empties the queue
+      // the round stops after as many commands as were queued at its start,
+      // taken from the producers in turn, so ticking is not starved either;
+      // a producer far behind may then see a tick pass one of its commands.
       const std::uint64_t due = manual_ == nullptr ? clock_.TicksDue() : 0;
       const std::size_t applied = ApplyQueued(
           batch, std::max(kMaxCommandsPerRound, queue_.SizeApprox()));
