@@ -23,9 +23,10 @@ namespace internal {
 // flat_hash_set::prefetch fetches one line of a probe group that spans two or
 // three (16 slots of 8 bytes), so most lookups still waited for a miss (150
 // ns on the VMs we measure on). Here a key's words start at one known
-// position, so one prefetch covers the lookup, and at 1 M timers a batched
-// move went from ~105 to ~47 ns and a remove from ~115 to ~48 ns
-// (bench/README.md has the experiment).
+// position, so one prefetch covers the lookup: at 1 M timers a batched
+// move went from ~105 to ~47 ns and a remove from ~115 to ~48 ns (the
+// loop's pipeline replayed over the Wheel alone, best of 5; W2 and W3 in
+// bench/ moved likewise).
 //
 // Layout: one array of 8-byte words, hash << 32 | entry, empty = all ones;
 // linear probing from home(hash); deletion shifts later words back, so there
