@@ -178,6 +178,14 @@ class TimingWheel {
   // FailedPrecondition when called from one of this wheel's callbacks.
   absl::StatusOr<std::vector<std::pair<K, V>>> Stop() { return loop_->Stop(); }
 
+  // The wheel's time: how long since Create, on its own clock. With real time
+  // that is the monotonic clock (one clock read); under a ManualTicker it is
+  // ticks done * interval, so a callback run by tick k sees k * interval. A
+  // timer set now with delay d is due at Now() + d, and fires on the first
+  // tick at or after it. For code that keeps its own deadlines in step with
+  // the wheel's (Cache does).
+  absl::Duration Now() const { return loop_->Now(); }
+
   // A snapshot of the wheel's counters; a few relaxed loads.
   Stats stats() const { return loop_->stats(); }
 

@@ -29,12 +29,12 @@ class RealClock {
   std::uint64_t DeadlineTick(absl::Duration delay) const;
   // How long until tick `tick` is due; zero if it is.
   absl::Duration UntilTick(std::uint64_t tick) const;
-
- private:
+  // Time since tick 0. One clock read.
   absl::Duration SinceStart() const {
     return absl::FromChrono(std::chrono::steady_clock::now() - start_);
   }
 
+ private:
   const std::chrono::steady_clock::time_point start_;
   const absl::Duration interval_;
   // interval_ in nanoseconds when it is a whole number of them, else 0.

@@ -93,6 +93,15 @@ class EventLoop final : public TickSink {
     return clock_.DeadlineTick(delay);
   }
 
+  // The wheel's time since it started: real time, or ticks done * interval.
+  absl::Duration Now() const {
+    if (manual_ != nullptr) {
+      return interval_ * static_cast<std::int64_t>(
+                             ticks_done_.load(std::memory_order_acquire));
+    }
+    return clock_.SinceStart();
+  }
+
   absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
 
   // api.md S7.
