@@ -1,6 +1,8 @@
 // RealClock's deadline arithmetic: the integer fast path must agree with the
-// exact Duration arithmetic (api.md S1: a timer fires on the first tick at or
-// after now + delay, never earlier).
+// exact Duration arithmetic (docs/api.md S1: a timer fires on the first tick
+// at or after now + delay, never earlier; S5 and E5: huge delays saturate
+// instead of overflowing). Internal: checks the pieces behind those rules, not
+// the public API.
 #include "timingwheel/internal/clock.h"
 
 #include <chrono>

@@ -1,3 +1,6 @@
+// Internal, below the public API: the key lookup that docs/api.md S2-S4
+// (one timer per key, found again by Move and Remove) rest on.
+//
 // internal::KeyIndex alone: every lookup after every insert and erase agrees
 // with a plain map, including clusters that wrap around the table's end,
 // where backward-shift deletion is easiest to get wrong.

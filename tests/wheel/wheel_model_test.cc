@@ -1,3 +1,6 @@
+// Internal, below the public API: the Wheel that docs/api.md S1-S6 rest on,
+// against a model of those rules.
+//
 // internal::Wheel against the naive WheelModel: exhaustively on small wheels
 // (every cursor position, deadline and move target), then on seeded random
 // op sequences decoded exactly as the fuzzer decodes its inputs.

@@ -1,3 +1,7 @@
+// Internal, below the public API: the Wheel that docs/api.md S1-S6 rest on
+// (exact ticks, replace/move/remove, circles, exactly once); the contract
+// itself is checked in tests/contract/.
+//
 // Deterministic unit tests of the single-threaded internal::Wheel: exact fire
 // ticks, clamping, replace/move/remove semantics, NextDueTick, big jumps,
 // unusual key and value types, and that every key and value is destroyed
