@@ -1,0 +1,49 @@
+// One load in flight for a cache key: the "singleflight" behind
+// Cache::GetOrLoad, so concurrent misses of a key call load() once.
+#ifndef TIMINGWHEEL_INTERNAL_CACHE_FLIGHT_H_
+#define TIMINGWHEEL_INTERNAL_CACHE_FLIGHT_H_
+
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+
+#include "absl/status/statusor.h"
+
+namespace timingwheel {
+namespace internal {
+
+// The result of one load, published once to every caller waiting on it.
+// std::mutex and std::condition_variable (not absl::Mutex) so that
+// ThreadSanitizer sees the hand-off. Cost: one lock and one wake-up per
+// waiter.
+template <typename V>
+class CacheFlight {
+ public:
+  // Publishes the result and wakes every waiter. Called once.
+  void Finish(absl::StatusOr<V> result) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      result_ = std::move(result);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  // Blocks until Finish, then returns a copy of the result.
+  absl::StatusOr<V> Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    return result_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  absl::StatusOr<V> result_;
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_CACHE_FLIGHT_H_
