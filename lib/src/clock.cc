@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "timingwheel/internal/wheel.h"
+#include "timingwheel/internal/ticks.h"
 
 namespace timingwheel {
 namespace internal {

@@ -1,0 +1,106 @@
+// The wheel's slots: kLanes doubly linked lists of pooled entries each.
+#ifndef TIMINGWHEEL_INTERNAL_SLOT_LISTS_H_
+#define TIMINGWHEEL_INTERNAL_SLOT_LISTS_H_
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "timingwheel/internal/entry_pool.h"
+
+namespace timingwheel {
+namespace internal {
+
+// Intrusive lists over an EntryPool: an entry's `prev` and `next` are pool
+// indices. The first entry of a list has prev = kHeadTag | list id instead
+// of an index, so that unlinking an entry never needs to be told its list.
+//
+// Lanes: each slot is kLanes lists, an entry going to lane (index % kLanes).
+// Walking one list waits for a cache miss per entry, since each entry's
+// address is in the one before; a slot walked as kLanes lists side by side
+// keeps kLanes misses in flight instead of one.
+template <typename Entry>
+class SlotLists {
+ public:
+  using Pool = EntryPool<Entry>;
+  static constexpr std::uint32_t kNil = Pool::kNil;
+  static constexpr std::uint32_t kLanes = 8;
+  // Largest slot count: list ids (slot * kLanes + lane) fit below kHeadTag.
+  static constexpr std::uint32_t kMaxSlots = (1u << 31) / kLanes;
+
+  // Allocates the heads: 4 * kLanes bytes a slot.
+  explicit SlotLists(std::uint32_t slots)
+      : heads_(std::size_t{slots} * kLanes, kNil) {}
+
+  // The first entry of lane `lane` of `slot`, or kNil.
+  std::uint32_t Head(std::uint32_t slot, std::uint32_t lane) const {
+    return heads_[std::size_t{slot} * kLanes + lane];
+  }
+  // The head word that linking entry i into `slot` writes (for prefetching).
+  const std::uint32_t* HeadFor(std::uint32_t slot, std::uint32_t i) const {
+    return &heads_[ListOf(slot, i)];
+  }
+
+  // Puts entry i first in its lane of `slot`. O(1).
+  void Link(Pool& pool, std::uint32_t i, std::uint32_t slot) {
+    Entry& e = pool.At(i);
+    const std::uint32_t list = ListOf(slot, i);
+    e.prev = kHeadTag | list;
+    e.next = heads_[list];
+    if (e.next != kNil) pool.At(e.next).prev = i;
+    heads_[list] = i;
+  }
+
+  // Takes entry i out of its list. O(1). Returns the slot if i was the last
+  // entry of its lane (the slot may now be empty: see Empty), else kNoSlot.
+  static constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
+  std::uint32_t Unlink(Pool& pool, std::uint32_t i) {
+    Entry& e = pool.At(i);
+    std::uint32_t emptied = kNoSlot;
+    if (e.prev & kHeadTag) {
+      const std::uint32_t list = e.prev & ~kHeadTag;
+      heads_[list] = e.next;
+      if (e.next == kNil) emptied = list / kLanes;
+    } else {
+      pool.At(e.prev).next = e.next;
+    }
+    if (e.next != kNil) pool.At(e.next).prev = e.prev;
+    return emptied;
+  }
+
+  // True if every lane of `slot` is empty. O(kLanes).
+  bool Empty(std::uint32_t slot) const {
+    for (std::uint32_t l = 0; l < kLanes; ++l) {
+      if (Head(slot, l) != kNil) return false;
+    }
+    return true;
+  }
+
+  // Empties every list (the entries themselves are the caller's).
+  void Clear() { std::fill(heads_.begin(), heads_.end(), kNil); }
+
+  std::size_t MemoryBytes() const {
+    return heads_.capacity() * sizeof(std::uint32_t);
+  }
+
+ private:
+  static constexpr std::uint32_t kHeadTag = 0x80000000u;
+  // A lane is picked by masking the entry index; pool indices never carry
+  // the tag bit.
+  static_assert(std::has_single_bit(kLanes));
+  static_assert(Pool::kMaxEntries < kHeadTag);
+  static_assert(std::uint64_t{kMaxSlots} * kLanes <= kHeadTag);
+
+  static std::uint32_t ListOf(std::uint32_t slot, std::uint32_t i) {
+    return slot * kLanes + (i & (kLanes - 1));
+  }
+
+  std::vector<std::uint32_t> heads_;  // first entry of each list, or kNil
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_SLOT_LISTS_H_
