@@ -16,23 +16,27 @@ class Ticker;
 struct Options {
   // Length of one tick: the wheel's resolution. At least 1ns, finite.
   absl::Duration interval = absl::Seconds(1);
-  // Slots on the wheel, 1 .. kMaxSlots. More slots make each tick's slot
-  // shorter; the span of one rotation is num_slots * interval. Longer delays
-  // wrap around (circles) and cost nothing extra.
+  // Slots on the wheel, 1 .. kMaxSlots; the span of one rotation is
+  // num_slots * interval. A timer due further out than a rotation (a
+  // "circle") waits in its slot and is walked past each time the cursor
+  // passes it, so a wheel whose timers are mostly many rotations away costs
+  // the loop more than one sized near their delays.
   int num_slots = 512;
   // Threads running the execute callback, 1 .. kMaxWorkers.
   int execute_workers = 1;
-  // Threads running Drain's fn during one Drain call, 1 .. kMaxWorkers.
+  // Threads running Drain's fn, 1 .. kMaxWorkers: a pool started by the
+  // first Drain and kept until the wheel stops.
   int drain_workers = 8;
   // Bound on SetTimer/MoveTimer/RemoveTimer commands queued but not yet
   // applied by the loop; beyond it those calls return ResourceExhausted.
   // 0 = unbounded (and the submission path then keeps no shared counter).
   std::size_t max_pending = 0;
   // How many timers the wheel is expected to hold at its peak, 0 = unknown.
-  // Create sizes the key index for it up front (8 to 11 bytes a timer):
+  // Create sizes the key index for it up front (8 to 16 bytes a timer):
   // otherwise the index doubles as the wheel grows, and each doubling stops
-  // the loop for as long as it takes to rehash (about 5 ms at 786,432 timers
-  // on our machine), delaying every tick due meanwhile. A hint, not a limit.
+  // the loop while it rehashes every key (O(timers), milliseconds at a
+  // million: docs/performance.md), delaying every tick due meanwhile. A
+  // hint, not a limit.
   std::size_t expected_timers = 0;
   // Where ticks come from. nullptr = real time (drift-free, monotonic clock).
   // A ManualTicker drives at most one wheel at a time.

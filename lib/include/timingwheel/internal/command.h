@@ -8,26 +8,18 @@
 #include <utility>
 #include <vector>
 
-#include "timingwheel/internal/wheel.h"
+#include "timingwheel/internal/manual_storage.h"
+#include "timingwheel/internal/time_source.h"
 
 namespace timingwheel {
 namespace internal {
 
 // Drain's hand-over: the loop fills `entries` and counts `taken` down.
-// (Hand-offs use standard primitives, which ThreadSanitizer understands even
-// when the system's Abseil was built without it.)
+// (TickRequest, the Tick command's, is in time_source.h.)
 template <typename K, typename V>
 struct DrainRequest {
   std::vector<std::pair<K, V>> entries;
   std::latch taken{1};
-};
-
-// ManualTicker::Tick's request: the loop runs `remaining` ticks, then
-// counts `done` down.
-struct TickRequest {
-  explicit TickRequest(int n) : remaining(n) {}
-  int remaining;
-  std::latch done{1};
 };
 
 // One queued command. Key and value are constructed only for the kinds that

@@ -1,13 +1,11 @@
-// The thread that owns a Wheel: applies commands, processes ticks, sleeps.
+// The thread that owns a Wheel: applies commands, runs ticks, sleeps.
 #ifndef TIMINGWHEEL_INTERNAL_EVENT_LOOP_H_
 #define TIMINGWHEEL_INTERNAL_EVENT_LOOP_H_
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -19,11 +17,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "timingwheel/internal/apply_pipeline.h"
 #include "timingwheel/internal/callback_scope.h"
-#include "timingwheel/internal/clock.h"
 #include "timingwheel/internal/command.h"
 #include "timingwheel/internal/command_queue.h"
+#include "timingwheel/internal/drain_pool.h"
 #include "timingwheel/internal/execute_pool.h"
+#include "timingwheel/internal/loop_stats.h"
+#include "timingwheel/internal/time_source.h"
 #include "timingwheel/internal/wheel.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
@@ -33,8 +34,9 @@ namespace timingwheel {
 namespace internal {
 
 // Owns the wheel and the only thread that touches it. Callers reach it only
-// through the command queue; expired entries leave it in batches for the
-// execute workers. Nothing else flows back but completion signals.
+// through the command queue; fired timers leave it for the execute pool,
+// drained ones for the drain pool. Nothing else flows back but completion
+// signals (a Drain's entries, a Tick's or a Stop's end).
 template <typename K, typename V, typename Hash, typename Eq>
 class EventLoop final : public TickSink {
  public:
@@ -42,19 +44,20 @@ class EventLoop final : public TickSink {
   using Entries = std::vector<std::pair<K, V>>;
   using Cmd = Command<K, V>;
 
-  // Builds everything but starts no loop thread; throws std::bad_alloc or
-  // std::system_error when memory or threads run out.
+  // Builds everything and starts the execute workers, but not the loop
+  // thread. Throws std::bad_alloc or std::system_error when memory or
+  // threads run out.
   EventLoop(const Options& options, Callback execute)
-      : interval_(options.interval),
-        ticker_(options.ticker),
+      : ticker_(options.ticker),
         manual_(dynamic_cast<ManualTicker*>(options.ticker.get())),
-        drain_workers_(options.drain_workers),
         execute_(std::move(execute)),
+        time_(options.interval, manual_ != nullptr),
         wheel_(static_cast<std::uint32_t>(options.num_slots)),
+        pipeline_(&wheel_),
+        batch_(Pipeline::kBatch),
         queue_(options.max_pending),
-        clock_(options.interval),
-        pool_(options.execute_workers, &execute_,
-              static_cast<const TickSink*>(this), &exceptions_) {
+        drain_pool_(options.drain_workers, Owner(), &stats_),
+        execute_pool_(options.execute_workers, &execute_, Owner(), &stats_) {
     wheel_.Reserve(options.expected_timers);
   }
 
@@ -83,28 +86,15 @@ class EventLoop final : public TickSink {
     return absl::OkStatus();
   }
 
-  // The tick at which a timer of `delay` (> 0), submitted now, is due.
+  // Any thread: see TimeSource.
   std::uint64_t DeadlineTick(absl::Duration delay) const {
-    if (manual_ != nullptr) {
-      return std::min(ticks_done_.load(std::memory_order_acquire) +
-                          CeilTicks(delay, interval_),
-                      kMaxTick);
-    }
-    return clock_.DeadlineTick(delay);
+    return time_.DeadlineTick(delay);
   }
-
-  // The wheel's time since it started: real time, or ticks done * interval.
-  absl::Duration Now() const {
-    if (manual_ != nullptr) {
-      return interval_ * static_cast<std::int64_t>(
-                             ticks_done_.load(std::memory_order_acquire));
-    }
-    return clock_.SinceStart();
-  }
+  absl::Duration Now() const { return time_.Now(); }
 
   absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
 
-  // api.md S7.
+  // docs/api.md S7: the loop takes every entry, the drain pool runs fn.
   absl::Status Drain(Callback fn) {
     if (!fn) return absl::InvalidArgumentError("Drain: fn is empty");
     if (InOwnCallback()) {
@@ -119,15 +109,15 @@ class EventLoop final : public TickSink {
     absl::Status status = queue_.Push(Cmd::Drain(&request));
     if (status.ok()) {
       request.taken.wait();
-      RunDrain(request.entries, fn);
+      drain_pool_.Run(request.entries, fn);
     }
     std::lock_guard<std::mutex> lock(drain_mu_);
     if (--active_drains_ == 0) drains_done_.notify_all();
     return status;
   }
 
-  // api.md S8. Concurrent calls: one stops the wheel, the others wait for it
-  // and get an empty vector.
+  // docs/api.md S8. Concurrent calls: one stops the wheel, the others wait
+  // for it and get an empty vector.
   absl::StatusOr<Entries> Stop() {
     if (InOwnCallback()) {
       return absl::FailedPreconditionError(
@@ -138,11 +128,12 @@ class EventLoop final : public TickSink {
     queue_.Close();
     queue_.PushAfterClose(Cmd::Stop());
     if (thread_.joinable()) thread_.join();
-    pool_.Shutdown();  // the loop already did, unless it never started
+    execute_pool_.Shutdown();  // runs every fired timer first
     {
       std::unique_lock<std::mutex> drain_lock(drain_mu_);
       drains_done_.wait(drain_lock, [this] { return active_drains_ == 0; });
     }
+    drain_pool_.Shutdown();
     stopped_ = true;
     return std::move(stop_result_);
   }
@@ -155,30 +146,14 @@ class EventLoop final : public TickSink {
     request.done.wait();
   }
 
-  Stats stats() const {
-    Stats s;
-    s.pending = published_.pending.load(std::memory_order_relaxed);
-    s.ticks = published_.ticks.load(std::memory_order_relaxed);
-    s.applied = published_.applied.load(std::memory_order_relaxed);
-    s.fired = published_.fired.load(std::memory_order_relaxed);
-    s.moved = published_.moved.load(std::memory_order_relaxed);
-    s.removed = published_.removed.load(std::memory_order_relaxed);
-    s.superseded = published_.superseded.load(std::memory_order_relaxed);
-    s.drained = published_.drained.load(std::memory_order_relaxed);
-    s.callback_exceptions = exceptions_.load(std::memory_order_relaxed);
-    return s;
-  }
+  Stats stats() const { return stats_.Read(); }
 
  private:
-  // Commands taken from the queue per dequeue call.
-  static constexpr std::size_t kBatch = 256;
-  // How many commands ahead of the one being applied the loop prefetches.
-  static constexpr std::size_t kPrefetchDistance = 8;
+  using Pipeline = ApplyPipeline<K, V, Hash, Eq>;
+
   // Commands applied per round at least, before the loop looks at the clock
   // again (more when more were already queued: see Run).
-  static constexpr std::size_t kMaxCommandsPerRound = 8192;
-  // Drain entries a drain worker claims at a time.
-  static constexpr std::size_t kDrainChunk = 64;
+  static constexpr std::size_t kMinCommandsPerRound = 8192;
   // Longest sleep; a safety net against a missed wake-up or clock oddities.
   static constexpr absl::Duration kMaxSleep = absl::Seconds(1);
   // After a round that applied commands the loop naps this long before
@@ -186,67 +161,40 @@ class EventLoop final : public TickSink {
   // it goes back to sleeping until woken.
   static constexpr absl::Duration kNap = absl::Microseconds(100);
 
-  // Counters only the loop thread writes, and their published copies.
-  struct Counters {
-    std::uint64_t applied = 0, fired = 0, moved = 0, removed = 0,
-                  superseded = 0, drained = 0;
-  };
-  struct Published {
-    std::atomic<std::size_t> pending{0};
-    std::atomic<std::uint64_t> ticks{0}, applied{0}, fired{0}, moved{0},
-        removed{0}, superseded{0}, drained{0};
-  };
-
-  bool InOwnCallback() const {
-    return CallbackScope::InCallbackOf(static_cast<const TickSink*>(this));
-  }
+  // Who the callbacks run for: what CallbackScope compares.
+  const void* Owner() const { return static_cast<const TickSink*>(this); }
+  bool InOwnCallback() const { return CallbackScope::InCallbackOf(Owner()); }
 
   void Run() {
-    std::vector<Cmd> batch(kBatch);
     bool streaming = false;  // the last round applied commands
     for (;;) {
-      // Real time: learn which ticks are due *before* taking commands, then
-      // take commands until every producer's queue is found empty, so a
-      // tick does not run ahead of a command already waiting when it became
-      // due (a MoveTimer sent long before the old deadline must win, however
-      // far behind the loop is). Under a flood that never empties the queue
-      // the round stops after as many commands as were queued at its start,
+      // Learn which ticks are due *before* taking commands, then take
+      // commands until every producer's queue is found empty, so a tick
+      // does not run ahead of a command already waiting when it became due
+      // (a MoveTimer sent long before the old deadline must win, however far
+      // behind the loop is). Under a flood that never empties the queue the
+      // round stops after as many commands as were queued at its start,
       // taken from the producers in turn, so ticking is not starved either;
       // a producer far behind may then see a tick pass one of its commands.
-      const std::uint64_t due = manual_ == nullptr ? clock_.TicksDue() : 0;
-      const std::size_t applied = ApplyQueued(
-          batch, std::max(kMaxCommandsPerRound, queue_.SizeApprox()));
+      const std::uint64_t due = time_.DueTick(wheel_.now());
+      const std::size_t applied =
+          ApplyQueued(std::max(kMinCommandsPerRound, queue_.SizeApprox()));
       if (stop_requested_) {
-        FinishStop(batch);
+        FinishStop();
         return;
       }
-      absl::Duration wait = kMaxSleep;
-      if (manual_ != nullptr) {
-        if (!tick_requests_.empty()) {
-          RunManualTick();
-          continue;
-        }
-        Publish();
-      } else {
-        if (due > wheel_.now()) {
-          AdvanceTo(due);
-          // Counters first: a caller that sees a callback run also sees it
-          // counted in stats().
-          Publish();
-          pool_.Submit(fired_);
-        } else {
-          Publish();
-        }
-        const std::uint64_t next = wheel_.NextDueTick();
-        if (next != kNever) wait = std::min(wait, clock_.UntilTick(next));
-      }
-      if (applied != 0) {
-        streaming = true;
+      if (applied != 0) streaming = true;
+      if (due > wheel_.now()) {
+        AdvanceTo(due);
         continue;
       }
+      Publish();
+      if (applied != 0) continue;
+      const absl::Duration wait =
+          time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
       if (wait > absl::ZeroDuration()) {
         // A ManualTicker's Tick waits on the loop: never nap there.
-        if (streaming && manual_ == nullptr) {
+        if (streaming && !time_.manual()) {
           queue_.Nap(std::min(wait, kNap));
         } else {
           queue_.WaitForWork(wait);
@@ -257,192 +205,97 @@ class EventLoop final : public TickSink {
   }
 
   // Applies queued commands until the queue is empty or at least `limit`
-  // were applied.
-  std::size_t ApplyQueued(std::vector<Cmd>& batch, std::size_t limit) {
+  // were applied; returns how many.
+  std::size_t ApplyQueued(std::size_t limit) {
     std::size_t total = 0;
     for (;;) {
-      const std::size_t n = queue_.PopBulk(batch.data(), batch.size());
-      // A software pipeline, so that the cache misses of several commands
-      // overlap instead of each command waiting on its own in turn (~150 ns
-      // each at a million timers here). Command i is applied while the links
-      // of i+d/2 (what an unlink and relink will write), the entry of i+d
-      // and the index line of i+2d are on their way.
-      constexpr std::size_t d = kPrefetchDistance;
-      for (std::size_t i = 0; i < n + 2 * d; ++i) {
-        if (i < n && batch[i].counted()) {
-          hashes_[i] = wheel_.HashOf(batch[i].key());
-          wheel_.PrefetchIndex(hashes_[i]);
-        }
-        if (i >= d && i - d < n && batch[i - d].counted()) {
-          candidates_[i - d] = wheel_.PrefetchEntry(hashes_[i - d]);
-        }
-        if (i >= d + d / 2 && i - d - d / 2 < n) {
-          const Cmd& c = batch[i - d - d / 2];
-          if (c.kind() == Cmd::Kind::kMove || c.kind() == Cmd::Kind::kRemove) {
-            wheel_.PrefetchLinks(candidates_[i - d - d / 2],
-                                 c.kind() == Cmd::Kind::kRemove, c.deadline());
-          }
-        }
-        if (i >= 2 * d) Apply(batch[i - 2 * d], hashes_[i - 2 * d]);
-      }
+      const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
+      pipeline_.Apply(batch_.data(), n, stats_.counts(),
+                      [this](Cmd& c) { ApplyUnkeyed(c); });
       total += n;
-      if (n < batch.size() || total >= limit) return total;
+      if (n < batch_.size() || total >= limit) return total;
     }
   }
 
-  // `hash` is wheel_.HashOf(c.key()) for commands that carry a key.
-  void Apply(Cmd& c, std::uint32_t hash) {
+  // Drain, Tick and Stop, in their turn among the keyed commands.
+  void ApplyUnkeyed(Cmd& c) {
     switch (c.kind()) {
-      case Cmd::Kind::kSet:
-        ++counters_.applied;
-        if (wheel_.Set(std::move(c.key()), std::move(c.value()), c.deadline(),
-                       hash)) {
-          ++counters_.superseded;
-        }
-        break;
-      case Cmd::Kind::kMove:
-        ++counters_.applied;
-        if (wheel_.Move(c.key(), c.deadline(), hash)) ++counters_.moved;
-        break;
-      case Cmd::Kind::kRemove:
-        ++counters_.applied;
-        if (wheel_.Remove(c.key(), hash)) ++counters_.removed;
-        break;
       case Cmd::Kind::kDrain: {
         DrainRequest<K, V>* request = c.drain();
         request->entries.reserve(wheel_.size());
         wheel_.TakeAll([request](K&& key, V&& value) {
           request->entries.emplace_back(std::move(key), std::move(value));
         });
-        counters_.drained += request->entries.size();
+        stats_.counts().drained += request->entries.size();
         request->taken.count_down();
-        break;
+        return;
       }
       case Cmd::Kind::kTick:
-        tick_requests_.push_back(c.tick());
-        break;
+        time_.AddRequest(c.tick());
+        return;
       case Cmd::Kind::kStop:
         stop_requested_ = true;
-        break;
-      case Cmd::Kind::kNone:
-        break;
+        return;
+      default:
+        return;
     }
   }
 
-  void AdvanceTo(std::uint64_t tick) {
+  // Runs the ticks up to `due` and hands what fired to the execute pool. A
+  // manual tick also waits for its callbacks (ManualTicker::Tick's (c)).
+  void AdvanceTo(std::uint64_t due) {
     const std::size_t before = fired_.size();
-    wheel_.AdvanceTo(tick, [this](std::uint64_t, K&& key, V&& value) {
-      fired_.emplace_back(std::in_place, std::move(key), std::move(value));
+    wheel_.AdvanceTo(due, [this](std::uint64_t, K&& key, V&& value) {
+      fired_.emplace_back(std::move(key), std::move(value));
     });
-    counters_.fired += fired_.size() - before;
-    ticks_done_.store(wheel_.now(), std::memory_order_release);
-  }
-
-  // One tick of a ManualTicker request: callbacks of tick k see
-  // ticks_done == k, and return before tick k+1 starts.
-  void RunManualTick() {
-    AdvanceTo(wheel_.now() + 1);
+    stats_.counts().fired += fired_.size() - before;
+    time_.Advanced(wheel_.now());
+    // Counters first: a caller that sees a callback run also sees it
+    // counted in stats().
     Publish();
-    pool_.Submit(fired_);
-    pool_.WaitIdle();
-    TickRequest* request = tick_requests_.front();
-    if (--request->remaining == 0) {
-      tick_requests_.pop_front();
-      request->done.count_down();
+    execute_pool_.Submit(fired_);
+    if (time_.manual()) {
+      execute_pool_.WaitIdle();
+      time_.TickCompleted();
     }
-  }
-
-  // Runs fn over entries on up to drain_workers_ threads, returning when all
-  // calls have returned.
-  void RunDrain(Entries& entries, const Callback& fn) {
-    const std::size_t n = entries.size();
-    if (n == 0) return;
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      CallbackScope scope(static_cast<const TickSink*>(this));
-      for (;;) {
-        const std::size_t begin =
-            next.fetch_add(kDrainChunk, std::memory_order_relaxed);
-        if (begin >= n) return;
-        const std::size_t end = std::min(n, begin + kDrainChunk);
-        for (std::size_t i = begin; i < end; ++i) {
-          try {
-            fn(std::move(entries[i].first), std::move(entries[i].second));
-          } catch (...) {
-            exceptions_.fetch_add(1, std::memory_order_relaxed);
-          }
-        }
-      }
-    };
-    const std::size_t workers =
-        std::min<std::size_t>(static_cast<std::size_t>(drain_workers_),
-                              (n + kDrainChunk - 1) / kDrainChunk);
-    std::vector<std::thread> threads;
-    threads.reserve(workers);
-    for (std::size_t i = 0; i < workers; ++i) {
-      try {
-        threads.emplace_back(work);
-      } catch (const std::system_error&) {
-        break;  // fewer threads than asked; the calling thread helps below
-      }
-    }
-    if (threads.empty()) work();
-    for (std::thread& t : threads) t.join();
   }
 
   // After the Stop command: the gate was closed before it was pushed, so
   // whatever is still queued was accepted and must be applied.
-  void FinishStop(std::vector<Cmd>& batch) {
-    while (ApplyQueued(batch, kMaxCommandsPerRound) != 0) {
+  void FinishStop() {
+    while (ApplyQueued(kMinCommandsPerRound) != 0) {
     }
-    for (TickRequest* request : tick_requests_) request->done.count_down();
-    tick_requests_.clear();
+    time_.ReleaseRequests();
     stop_result_.reserve(wheel_.size());
     wheel_.TakeAll([this](K&& key, V&& value) {
       stop_result_.emplace_back(std::move(key), std::move(value));
     });
     Publish();
-    // Here, not in Stop: moodycamel keeps order per producer only, and this
-    // thread submitted every batch, so its exit tasks queue behind them all.
-    pool_.Shutdown();
   }
 
   void Publish() {
-    published_.pending.store(wheel_.size(), std::memory_order_relaxed);
-    published_.ticks.store(wheel_.now(), std::memory_order_relaxed);
-    published_.applied.store(counters_.applied, std::memory_order_relaxed);
-    published_.fired.store(counters_.fired, std::memory_order_relaxed);
-    published_.moved.store(counters_.moved, std::memory_order_relaxed);
-    published_.removed.store(counters_.removed, std::memory_order_relaxed);
-    published_.superseded.store(counters_.superseded,
-                                std::memory_order_relaxed);
-    published_.drained.store(counters_.drained, std::memory_order_relaxed);
+    stats_.counts().pending = wheel_.size();
+    stats_.counts().ticks = wheel_.now();
+    stats_.Publish();
   }
 
-  const absl::Duration interval_;
   const std::shared_ptr<Ticker> ticker_;  // keeps manual_ alive
   ManualTicker* const manual_;            // nullptr: real time
-  const int drain_workers_;
   const Callback execute_;
   bool attached_ = false;
+  TimeSource time_;
+  LoopStats stats_;
 
   // Loop thread only.
   Wheel<K, V, Hash, Eq> wheel_;
-  std::vector<typename ExecutePool<K, V>::Item> fired_;  // for pool_
-  // Of the batch being applied: each command's key hash, and the entry
-  // PrefetchEntry guessed for it.
-  std::uint32_t hashes_[kBatch];
-  std::uint32_t candidates_[kBatch];
-  std::deque<TickRequest*> tick_requests_;
+  Pipeline pipeline_;
+  std::vector<Cmd> batch_;  // commands being applied
+  Entries fired_;           // for the execute pool
   bool stop_requested_ = false;
-  Counters counters_;
 
   CommandQueue<Cmd> queue_;
-  const RealClock clock_;
-  std::atomic<std::uint64_t> ticks_done_{0};
-  Published published_;
-  std::atomic<std::uint64_t> exceptions_{0};
-  ExecutePool<K, V> pool_;
+  DrainPool<K, V> drain_pool_;
+  ExecutePool<K, V> execute_pool_;
   std::thread thread_;
 
   // Standard primitives, not absl::Mutex: ThreadSanitizer sees them even

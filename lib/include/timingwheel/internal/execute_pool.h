@@ -3,56 +3,54 @@
 #define TIMINGWHEEL_INTERNAL_EXECUTE_POOL_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <optional>
+#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "timingwheel/internal/callback_scope.h"
-#include "timingwheel/internal/moodycamel.h"
+#include "timingwheel/internal/loop_stats.h"
 
 namespace timingwheel {
 namespace internal {
 
-// Fired timers go from the loop to the workers one by one through a
-// moodycamel queue, not in batches: with several workers each takes one at
-// a time, so a slow callback holds up nothing but itself (api.md S10) while
-// the others carry on with the rest of its tick. A single worker takes up to
-// 64 at a time, since nothing could overtake its slow callback anyway.
-// Handing a timer over costs the loop a bulk enqueue (a few ns) and no
-// allocation once the queue's blocks are warm. The loop enqueues as an
-// implicit producer: an explicit one (ProducerToken) decides a block is free
-// for reuse after a relaxed load and an acquire fence, which
-// ThreadSanitizer does not model and reports as a race.
-// A fired timer on its way to a worker; empty = a stop marker. (A type of
-// its own, so that tests/tsan.supp can name this queue's elements.)
-template <typename K, typename V>
-struct FiredTimer : std::optional<std::pair<K, V>> {
-  using std::optional<std::pair<K, V>>::optional;
-};
-
+// Fired timers go from the loop to the workers through one queue guarded by
+// a std::mutex:
+// - The loop hands over a whole tick's timers at once, in one lock: when the
+//   queue is empty (the usual case) the two vectors swap, O(1), and their
+//   buffers go round between the loop and the workers without allocating.
+// - With one worker, it takes everything queued in one lock: nothing could
+//   overtake a slow callback anyway.
+// - With several, each takes one timer at a time, so a slow callback holds
+//   up nothing but itself (docs/api.md S10) while the others carry on.
+// A lock is what ThreadSanitizer models exactly, so a program that links the
+// library runs clean under it with no suppression; a lock-free queue with
+// several consumers (moodycamel's, which this replaced) recycles blocks
+// after a release-only counter, which TSan reports as a race.
 template <typename K, typename V>
 class ExecutePool {
  public:
   using Callback = std::function<void(K, V)>;
-  using Item = FiredTimer<K, V>;
+  using Item = std::pair<K, V>;
 
   // Starts `threads` workers calling execute(key, value) inside a
-  // CallbackScope of `owner`, counting exceptions in `*exceptions`. Throws
+  // CallbackScope of `owner`, counting exceptions in `stats`. Throws
   // std::system_error if the OS refuses a thread (none is left running).
   ExecutePool(int threads, const Callback* execute, const void* owner,
-              std::atomic<std::uint64_t>* exceptions)
+              LoopStats* stats)
       : execute_(execute),
         owner_(owner),
-        exceptions_(exceptions),
-        chunk_(threads == 1 ? 64 : 1) {
+        stats_(stats),
+        take_all_(threads == 1) {
     threads_.reserve(threads);
     try {
-      for (int i = 0; i < threads; ++i)
+      for (int i = 0; i < threads; ++i) {
         threads_.emplace_back([this] { Run(); });
+      }
     } catch (...) {
       Shutdown();
       throw;
@@ -62,16 +60,28 @@ class ExecutePool {
   ExecutePool(const ExecutePool&) = delete;
   ExecutePool& operator=(const ExecutePool&) = delete;
 
-  // Loop thread only: hands every item of `fired` to the workers, leaving
-  // `fired` empty.
+  // Loop thread: hands every item of `fired` to the workers, leaving
+  // `fired` empty. One lock; O(1) when the workers have caught up.
   void Submit(std::vector<Item>& fired) {
     if (fired.empty()) return;
-    outstanding_.fetch_add(fired.size(), std::memory_order_relaxed);
-    while (!queue_.enqueue_bulk(std::make_move_iterator(fired.begin()),
-                                fired.size())) {
-      std::this_thread::yield();  // out of memory for a block: retry
+    const std::size_t n = fired.size();
+    outstanding_.fetch_add(n, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (head_ == queue_.size()) {
+        queue_.clear();
+        head_ = 0;
+        queue_.swap(fired);
+      } else {
+        for (Item& item : fired) queue_.push_back(std::move(item));
+        fired.clear();
+      }
     }
-    fired.clear();
+    if (n == 1 || take_all_) {
+      work_.notify_one();
+    } else {
+      work_.notify_all();
+    }
   }
 
   // Returns once every item submitted so far has been run.
@@ -82,19 +92,15 @@ class ExecutePool {
     }
   }
 
-  // Runs every item submitted before it, then joins the workers. Call it
-  // from the thread that submitted (moodycamel keeps order per producer, so
-  // the stop markers queue behind every item) or when none was submitted.
-  // Idempotent; not from a worker.
+  // Runs every item submitted before it, then joins the workers. Any thread
+  // but a worker; idempotent.
   void Shutdown() {
     if (threads_.empty()) return;
-    // A worker leaves at the first marker it takes and takes at most chunk_
-    // at a time, so chunk_ markers per worker reach every one of them.
-    std::vector<Item> markers(threads_.size() * chunk_);
-    while (!queue_.enqueue_bulk(std::make_move_iterator(markers.begin()),
-                                markers.size())) {
-      std::this_thread::yield();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
     }
+    work_.notify_all();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
   }
@@ -102,39 +108,56 @@ class ExecutePool {
  private:
   void Run() {
     CallbackScope scope(owner_);
-    moodycamel::ConsumerToken token(queue_);
-    std::vector<Item> items(chunk_);
+    std::vector<Item> taken;
     for (;;) {
-      const std::size_t n =
-          queue_.wait_dequeue_bulk(token, items.begin(), chunk_);
-      bool stop = false;
-      std::size_t ran = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!items[i].has_value()) {
-          stop = true;
-          continue;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_.wait(lock, [this] { return head_ < queue_.size() || stopping_; });
+        if (head_ == queue_.size()) return;  // stopping, and nothing left
+        if (take_all_) {
+          if (head_ == 0) {
+            taken.swap(queue_);
+          } else {
+            for (; head_ < queue_.size(); ++head_) {
+              taken.push_back(std::move(queue_[head_]));
+            }
+            queue_.clear();
+          }
+          head_ = 0;
+        } else {
+          taken.push_back(std::move(queue_[head_++]));
+          if (head_ == queue_.size()) {
+            queue_.clear();
+            head_ = 0;
+          }
         }
-        try {
-          (*execute_)(std::move(items[i]->first), std::move(items[i]->second));
-        } catch (...) {
-          exceptions_->fetch_add(1, std::memory_order_relaxed);
-        }
-        items[i].reset();
-        ++ran;
       }
-      if (ran != 0 &&
-          outstanding_.fetch_sub(ran, std::memory_order_acq_rel) == ran) {
+      for (Item& item : taken) {
+        try {
+          (*execute_)(std::move(item.first), std::move(item.second));
+        } catch (...) {
+          stats_->CountException();
+        }
+      }
+      const std::size_t ran = taken.size();
+      taken.clear();
+      if (outstanding_.fetch_sub(ran, std::memory_order_acq_rel) == ran) {
         outstanding_.notify_all();
       }
-      if (stop) return;
     }
   }
 
   const Callback* const execute_;
   const void* const owner_;
-  std::atomic<std::uint64_t>* const exceptions_;
-  const std::size_t chunk_;  // items a worker takes at a time
-  moodycamel::BlockingConcurrentQueue<Item> queue_;
+  LoopStats* const stats_;
+  const bool take_all_;  // one worker: it takes all that is queued
+
+  std::mutex mu_;
+  std::condition_variable work_;
+  std::vector<Item> queue_;  // guarded by mu_; items before head_ are taken
+  std::size_t head_ = 0;     // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
+
   alignas(64) std::atomic<std::uint64_t> outstanding_{0};  // submitted, not run
   std::vector<std::thread> threads_;
 };
