@@ -46,7 +46,7 @@ std::uint64_t RealClock::TicksDue() const {
 
 std::uint64_t RealClock::DeadlineTick(absl::Duration delay) const {
   // The common case in integer nanoseconds: Duration arithmetic and
-  // IDivDuration cost a producer ~45 ns a call. Rounding the delay up to
+  // IDivDuration would be most of a producer's cost per call. Rounding the delay up to
   // whole nanoseconds first is exact, since ceil(x / I) == ceil(ceil(x) / I)
   // for a whole-nanosecond interval I and start-relative times. With delay,
   // interval and time since start each below 2^61 ns (73 years), the sum

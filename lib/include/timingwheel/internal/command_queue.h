@@ -17,9 +17,9 @@
 namespace timingwheel {
 namespace internal {
 
-// Bigger blocks than moodycamel's default 32: measured with 32-byte commands,
-// an enqueue costs ~5 ns instead of 12-21 ns, as a producer allocates and
-// indexes a block every 256 commands instead of every 32.
+// Bigger blocks than moodycamel's default 32: a producer allocates and
+// indexes a block every 256 commands instead of every 32, which is most of
+// an enqueue's cost with small commands (docs/design-notes.md).
 struct CommandQueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
   static constexpr std::size_t BLOCK_SIZE = 256;
 };
@@ -100,11 +100,10 @@ class CommandQueue {
   // pushes meanwhile cost their producers no wake-up call. For a consumer
   // that has just emptied the queue while commands are still flowing: an
   // announced sleep would cost a futex wake per command once the consumer
-  // outruns its producers (measured: SetTimer 60 -> 150 ns), and spinning
-  // instead burns a core at moderate rates (a 50 us spin never ended at
-  // 100,000 commands a second).
-  // A producer refused for max_pending ends the nap, so that a tight bound
-  // is not met by refusals for a whole nap.
+  // outruns its producers, and spinning instead would burn a core at
+  // moderate rates (docs/design-notes.md). A producer refused for
+  // max_pending ends the nap, so that a tight bound is not met by refusals
+  // for a whole nap.
   void Nap(absl::Duration nap) { wakeup_.Nap(nap); }
 
  private:

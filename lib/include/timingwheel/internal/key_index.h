@@ -18,26 +18,20 @@ namespace internal {
 // the entries, not here, so a lookup passes a predicate that compares the
 // entry's key; it is asked only about entries whose stored hash is equal.
 //
-// Why not absl::flat_hash_set (which the wheel used first): the loop hides
-// the map's cache misses by prefetching a few commands ahead, and
-// flat_hash_set::prefetch fetches one line of a probe group that spans two or
-// three (16 slots of 8 bytes), so most lookups still waited for a miss (150
-// ns on the VMs we measure on). Here a key's words start at one known
-// position, so one prefetch covers the lookup: at 1 M timers a batched
-// move went from ~105 to ~47 ns and a remove from ~115 to ~48 ns (the
-// loop's pipeline replayed over the Wheel alone, best of 5; W2 and W3 in
-// bench/ moved likewise).
+// Why not absl::flat_hash_set: the loop hides the map's cache misses by
+// prefetching a few commands ahead, and flat_hash_set's prefetch fetches one
+// line of a probe group that spans two or three, so most lookups still
+// waited for a miss. Here a key's words start at one known position, so one
+// prefetch covers the lookup. (docs/design-notes.md has the measurements.)
 //
 // Layout: one array of 8-byte words, hash << 32 | entry, empty = all ones;
 // linear probing from home(hash); deletion shifts later words back, so there
 // are no tombstones and probe runs stay short; capacity a power of two, grown
-// at 3/4 load. 8 bytes a slot: 16 bytes a key at 1 M keys.
+// at 3/4 load: 8 to 16 bytes a key.
 //
-// Growth rehashes everything at once: 5-6 ms at 786,432 keys, during which
-// the loop does nothing else (Options::expected_timers avoids it). Moving
-// the old table over a few runs per operation was tried: each operation
-// then probed two tables and the new one was written into fresh pages, and
-// W5's p99 rose from 8 to 24 ms.
+// Growth rehashes everything at once, O(keys), and the loop does nothing
+// else meanwhile (Options::expected_timers avoids it). An incremental
+// rehash was tried and cost more than it saved (docs/design-notes.md).
 class KeyIndex {
  public:
   // What Find returns when no entry matches.

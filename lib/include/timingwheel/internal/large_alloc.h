@@ -14,10 +14,9 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // std::bad_alloc. From
 // kHugePageBytes up the block is huge-page aligned and advised
 // MADV_HUGEPAGE: the entry pool and the key index are read at random, and
-// with 4 KiB pages nearly every access of a million-timer wheel also missed
-// the TLB, whose nested page walk in a VM cost more than the miss itself
-// (measured: a batched move 77 -> 68 ns). Freed with LargeFree(p, bytes,
-// align).
+// with 4 KiB pages nearly every access of a million-timer wheel also misses
+// the TLB, whose page walk (nested, in a VM) costs about as much as the
+// cache miss itself. Freed with LargeFree(p, bytes, align).
 void* LargeAllocate(std::size_t bytes, std::size_t align);
 void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept;
 
