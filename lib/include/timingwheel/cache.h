@@ -35,7 +35,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/memory/memory.h"
 #include "absl/status/status.h"
@@ -134,16 +133,13 @@ class Cache {
 
   // The value of `key` if present and unexpired (a hit), else nullopt (a
   // miss). With sliding, a hit restarts the entry's time to live without a
-  // wheel command. Cost: one clock read, one shard lock, one table probe,
+  // wheel command. Cost: one shard lock, one clock read, one table probe,
   // an O(1) policy update when bounded, and a copy of the value.
   std::optional<V> Get(const K& key) {
-    const std::uint64_t hash = hash_(key);
-    Shard& s = ShardFor(hash);
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
     std::lock_guard<std::mutex> lock(s.mu);
-    // Read under the lock, so that an entry cannot expire between the
-    // check and the return.
-    const std::int64_t now = NowNs();
-    const std::uint32_t i = HitLocked(s, key, hash, now);
+    const std::uint32_t i = HitLocked(s, key, h);
     if (i == internal::kCacheNil) return std::nullopt;
     return s.pool.at(i).value();
   }
@@ -162,14 +158,13 @@ class Cache {
     if (ttl <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError("ttl must be > 0");
     }
-    const std::uint64_t hash = hash_(key);
-    Shard& s = ShardFor(hash);
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
     Removals removals;
     absl::Status status;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      status =
-          SetLocked(s, std::move(key), std::move(value), ttl, hash, removals);
+      status = SetLocked(s, std::move(key), std::move(value), ttl, h, removals);
     }
     Notify(removals);
     return status;
@@ -180,21 +175,20 @@ class Cache {
   }
 
   // Removes `key`; true if it was present and unexpired (listener:
-  // kExplicit; an expired entry found here goes with kExpired). Cost: one
-  // shard lock and probe, one wheel command.
+  // kExplicit; an expired entry not yet removed by the wheel goes with
+  // kExpired and counts as absent). Cost: one shard lock and probe, one
+  // wheel command.
   bool Delete(const K& key) {
-    const std::uint64_t hash = hash_(key);
-    Shard& s = ShardFor(hash);
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
     Removals removals;
     bool present = false;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      const std::int64_t now = NowNs();
-      auto it = s.index.find(Ref{&key});
-      if (it != s.index.end()) {
-        const std::uint32_t i = *it;
-        present = now < s.pool.at(i).deadline;
-        RemoveLocked(s, it,
+      const std::uint32_t i = FindLocked(s, key, h);
+      if (i != internal::kCacheNil) {
+        present = NowNs() < s.pool.at(i).deadline;
+        RemoveLocked(s, i, h.tag,
                      present ? RemovalCause::kExplicit : RemovalCause::kExpired,
                      /*remove_timer=*/true, removals);
       }
@@ -208,17 +202,17 @@ class Cache {
   // options.ttl; an error is returned to every waiter and not stored; an
   // exception from load becomes Internal for every waiter. No lock is held
   // while load runs, so it may call the cache. InvalidArgument for an empty
-  // load. Cost: a hit costs as Get; a miss adds a flight record and a Set.
+  // load. Cost: a hit costs as Get; a miss adds a flight record (one
+  // allocation) and a Set.
   absl::StatusOr<V> GetOrLoad(const K& key, const Loader& load) {
     if (!load) return absl::InvalidArgumentError("load is empty");
-    const std::uint64_t hash = hash_(key);
-    Shard& s = ShardFor(hash);
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
     std::shared_ptr<internal::CacheFlight<V>> flight;
     bool leader = false;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      const std::int64_t now = NowNs();
-      const std::uint32_t i = HitLocked(s, key, hash, now);
+      const std::uint32_t i = HitLocked(s, key, h);
       if (i != internal::kCacheNil) return s.pool.at(i).value();
       auto [it, inserted] = s.flights.try_emplace(key);
       if (inserted) {
@@ -247,8 +241,7 @@ class Cache {
       // value, or (after an error) starts a new load.
       s.flights.erase(key);
       if (result.ok()) {
-        absl::Status st =
-            SetLocked(s, key, *result, options_.ttl, hash, removals);
+        absl::Status st = SetLocked(s, key, *result, options_.ttl, h, removals);
         if (!st.ok()) result = st;
       }
     }
@@ -258,8 +251,8 @@ class Cache {
   }
 
   // Removes every entry (listener: kExplicit, or kExpired for an entry
-  // already expired), one shard at a time. Cost: O(entries), one wheel
-  // command per entry with a timer.
+  // expired but not yet removed by the wheel), one shard at a time. Cost:
+  // O(entries), one wheel command per entry with a timer.
   void Clear() {
     for (auto& sp : shards_) {
       Shard& s = *sp;
@@ -267,16 +260,18 @@ class Cache {
       {
         std::lock_guard<std::mutex> lock(s.mu);
         const std::int64_t now = NowNs();
-        Index old(std::move(s.index));
-        s.index = Index(0, old.hash_function(), old.key_eq());
-        for (std::uint32_t i : old) {
+        s.index.ForEach([&](std::uint32_t i) {
           auto& n = s.pool.at(i);
-          const bool expired = now >= n.deadline;
           if (n.ttl != kNever) wheel_->RemoveTimer(n.gen()).IgnoreError();
-          Collect(s, i,
-                  expired ? RemovalCause::kExpired : RemovalCause::kExplicit,
-                  removals);
-        }
+          const RemovalCause cause = now >= n.deadline
+                                         ? RemovalCause::kExpired
+                                         : RemovalCause::kExplicit;
+          if (cause == RemovalCause::kExpired) {
+            s.expired.fetch_add(1, std::memory_order_relaxed);
+          }
+          Collect(s, i, cause, removals);
+        });
+        s.index.Clear();
         if (s.capacity != 0) s.policy.Clear();
         s.last_hit = internal::kCacheNil;
         s.size.store(0, std::memory_order_relaxed);
@@ -285,15 +280,16 @@ class Cache {
     }
   }
 
-  // Entries present (expired ones not yet removed included). Cost: one
-  // relaxed load per shard.
+  // Entries present (expired ones not yet removed by the wheel included).
+  // Cost: one relaxed load per shard.
   std::size_t size() const {
     std::size_t n = 0;
     for (const auto& s : shards_) n += s->size.load(std::memory_order_relaxed);
     return n;
   }
 
-  // The counters since creation. Cost: a few relaxed loads per shard.
+  // The counters since creation (loads: load() calls that returned OK;
+  // load_failures: the others). Cost: a few relaxed loads per shard.
   CacheStats stats() const {
     CacheStats st;
     for (const auto& s : shards_) {
@@ -309,13 +305,18 @@ class Cache {
   }
 
  private:
-  // Wheel key: the generation (unique per stored value, shard in its low
-  // bits); wheel value: the node's index in its shard's pool.
+  // Wheel key: the generation (unique per stored value, shard number in its
+  // low bits); wheel value: the node's index in its shard's pool.
   using Wheel = TimingWheel<std::uint64_t, std::uint32_t>;
   using Shard = internal::CacheShard<K, V, Hash, Eq>;
-  using Index = typename Shard::Index;
-  using Ref = internal::CacheKeyRef<K>;
-  using Removals = absl::InlinedVector<std::tuple<K, V, RemovalCause>, 2>;
+  using Removals = std::vector<std::tuple<K, V, RemovalCause>>;
+
+  // A key's hash, split: which shard, and the 32 bits its index keeps.
+  struct Hashed {
+    std::uint64_t mixed;  // for the frequency sketch
+    std::size_t shard;
+    std::uint32_t tag;
+  };
 
   static constexpr std::int64_t kNever =
       std::numeric_limits<std::int64_t>::max();
@@ -341,6 +342,7 @@ class Cache {
       auto s = std::make_unique<Shard>(hash_, eq_);
       s->id = k;
       if (options.max_entries != 0) {
+        // Shares that sum to max_entries, so the total never exceeds it.
         s->capacity = options.max_entries / n + (k < options.max_entries % n);
         s->policy.Reset(s->capacity);
       }
@@ -348,11 +350,15 @@ class Cache {
     }
   }
 
-  Shard& ShardFor(std::uint64_t hash) {
-    if (shard_bits_ == 0) return *shards_[0];
-    // Top bits of a multiplied hash: good spread even for an identity Hash,
-    // and independent of the low bits the shard's table uses.
-    return *shards_[(hash * 0x9E3779B97F4A7C15ULL) >> (64 - shard_bits_)];
+  Hashed HashOf(const K& key) const {
+    // splitmix64's finalizer: good bits everywhere even for an identity
+    // Hash. The shard takes the top bits, the index the low ones.
+    std::uint64_t x = static_cast<std::uint64_t>(hash_(key));
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return Hashed{x, shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
+                  static_cast<std::uint32_t>(x)};
   }
 
   std::int64_t NowNs() const { return absl::ToInt64Nanoseconds(wheel_->Now()); }
@@ -366,40 +372,44 @@ class Cache {
     return ttl >= kNever - now ? kNever : now + ttl;
   }
 
+  std::uint32_t FindLocked(Shard& s, const K& key, const Hashed& h) {
+    return s.index.Find(
+        h.tag, [&](std::uint32_t i) { return eq_(s.pool.at(i).key(), key); });
+  }
+
   // Looks `key` up; on a hit counts it, slides it, updates the policy and
   // returns the node; on a miss (absent or expired) counts it and returns
-  // kCacheNil.
-  std::uint32_t HitLocked(Shard& s, const K& key, std::uint64_t hash,
-                          std::int64_t now) {
-    auto it = s.index.find(Ref{&key});
-    if (it == s.index.end() || now >= s.pool.at(*it).deadline) {
+  // kCacheNil. The clock is read under the lock, so an entry cannot expire
+  // between the check and the caller's copy.
+  std::uint32_t HitLocked(Shard& s, const K& key, const Hashed& h) {
+    const std::uint32_t i = FindLocked(s, key, h);
+    const std::int64_t now = NowNs();
+    if (i == internal::kCacheNil || now >= s.pool.at(i).deadline) {
       s.misses.fetch_add(1, std::memory_order_relaxed);
       return internal::kCacheNil;
     }
-    const std::uint32_t i = *it;
     auto& n = s.pool.at(i);
     // Sliding costs no wheel command: the timer, when it fires, sees the
     // later deadline and re-arms itself for the time left.
     if (options_.sliding) n.deadline = Deadline(now, n.ttl);
-    if (s.capacity != 0) s.policy.OnAccess(s.pool, i, hash);
+    if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.mixed);
     s.last_hit = i;
     s.hits.fetch_add(1, std::memory_order_relaxed);
     return i;
   }
 
   absl::Status SetLocked(Shard& s, K key, V value, absl::Duration ttl,
-                         std::uint64_t hash, Removals& removals) {
+                         const Hashed& h, Removals& removals) {
     const std::int64_t now = NowNs();
     const std::int64_t ttl_ns = ToNs(ttl);
     const std::uint64_t gen = (++s.generations << shard_bits_) | s.id;
-    auto it = s.index.find(Ref{&key});
-    if (it != s.index.end()) {
-      // Replace in place: a new generation, so the old timer (removed best
-      // effort) can only ever find a mismatch.
-      const std::uint32_t i = *it;
-      auto& n = s.pool.at(i);
+    const std::uint32_t found = FindLocked(s, key, h);
+    if (found != internal::kCacheNil) {
+      // Replaced in place, under a new generation: the old timer (removed
+      // best effort) can only ever find a mismatch.
+      auto& n = s.pool.at(found);
       if (ttl_ns != kNever) {
-        absl::Status st = wheel_->SetTimer(gen, i, ttl);
+        absl::Status st = wheel_->SetTimer(gen, found, ttl);
         if (!st.ok()) return st;
       }
       if (n.ttl != kNever) wheel_->RemoveTimer(n.gen()).IgnoreError();
@@ -415,7 +425,7 @@ class Cache {
       n.set_gen(gen);
       n.ttl = ttl_ns;
       n.deadline = Deadline(now, ttl_ns);
-      if (s.capacity != 0) s.policy.OnAccess(s.pool, i, hash);
+      if (s.capacity != 0) s.policy.OnAccess(s.pool, found, h.mixed);
       return absl::OkStatus();
     }
     const std::uint32_t i =
@@ -430,34 +440,36 @@ class Cache {
     auto& n = s.pool.at(i);
     n.ttl = ttl_ns;
     n.deadline = Deadline(now, ttl_ns);
-    s.index.insert(i);
+    s.index.Insert(h.tag, i);
     s.size.store(s.index.size(), std::memory_order_relaxed);
     if (s.capacity != 0) {
-      s.policy.OnInsert(s.pool, i, hash);
+      s.policy.OnInsert(s.pool, i, h.mixed);
       while (s.index.size() > s.capacity) {
-        const std::uint32_t v = s.policy.Victim(
-            s.pool, i, s.last_hit,
-            [this, &s](std::uint32_t j) { return hash_(s.pool.at(j).key()); });
+        const std::uint32_t v =
+            s.policy.Victim(s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
+              return HashOf(s.pool.at(j).key()).mixed;
+            });
         if (v == internal::kCacheNil) break;
-        const bool expired = now >= s.pool.at(v).deadline;
-        RemoveLocked(s, s.index.find(v),
-                     expired ? RemovalCause::kExpired : RemovalCause::kSize,
+        const RemovalCause cause = now >= s.pool.at(v).deadline
+                                       ? RemovalCause::kExpired
+                                       : RemovalCause::kSize;
+        RemoveLocked(s, v, HashOf(s.pool.at(v).key()).tag, cause,
                      /*remove_timer=*/true, removals);
       }
     }
     return absl::OkStatus();
   }
 
-  // Takes node *it out of shard s: index, policy, timer (best effort),
-  // counters; its key and value go to `removals` when there is a listener.
-  void RemoveLocked(Shard& s, typename Index::iterator it, RemovalCause cause,
-                    bool remove_timer, Removals& removals) {
-    const std::uint32_t i = *it;
+  // Takes node i (index hash bits `tag`) out of shard s: index, policy,
+  // timer (best effort), counters; its key and value go to `removals` when
+  // there is a listener.
+  void RemoveLocked(Shard& s, std::uint32_t i, std::uint32_t tag,
+                    RemovalCause cause, bool remove_timer, Removals& removals) {
     auto& n = s.pool.at(i);
     if (remove_timer && n.ttl != kNever) {
       wheel_->RemoveTimer(n.gen()).IgnoreError();
     }
-    s.index.erase(it);
+    s.index.Erase(tag, i);
     if (s.capacity != 0) s.policy.OnRemove(s.pool, i);
     if (cause == RemovalCause::kExpired) {
       s.expired.fetch_add(1, std::memory_order_relaxed);
@@ -466,15 +478,10 @@ class Cache {
     }
     Collect(s, i, cause, removals);
     s.size.store(s.index.size(), std::memory_order_relaxed);
-    // Give memory back after a mass removal: the table never shrinks on
-    // erase. Amortized O(1): it shrinks to fit at 1/16 occupancy.
-    if (s.index.capacity() > 1024 && s.index.size() * 16 < s.index.capacity()) {
-      s.index.rehash(0);
-    }
   }
 
   // Moves node i's key and value to `removals` (if there is a listener) and
-  // frees the node. The index must no longer hold i.
+  // frees the node. The index must no longer be searched for i.
   void Collect(Shard& s, std::uint32_t i, RemovalCause cause,
                Removals& removals) {
     auto& n = s.pool.at(i);
@@ -505,7 +512,7 @@ class Cache {
         }
       }
       if (expire) {
-        RemoveLocked(s, s.index.find(Ref{&n.key()}), RemovalCause::kExpired,
+        RemoveLocked(s, node, HashOf(n.key()).tag, RemovalCause::kExpired,
                      /*remove_timer=*/false, removals);
       }
     }
