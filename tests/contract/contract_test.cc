@@ -1,7 +1,12 @@
-// The api.md contract (S1-S11 and the error table), checked through the
-// public header only. Every test here drives the wheel with a ManualTicker,
-// so outcomes are decided by tick counts, never by sleeps; the few places
-// that need real time (S10's slow callback) use generous bounds.
+// The docs/api.md contract, checked through the public header only: Types
+// (ManualTicker::Tick, Options defaults, key and value types, chrono
+// overloads), Behaviour S1-S10 (S11 is in realtime_test.cc, S7 in depth in
+// drain_test.cc), every row of Errors, and the extensions E1 (expected_timers),
+// E2 (stats()), E3 (extra Create checks), E4 (extra error rows) and E5 (long
+// delays, Tick from a callback). docs/tests.md maps each rule to its tests.
+// Every test here drives the wheel with a ManualTicker, so outcomes are
+// decided by tick counts, never by sleeps; the few places that need real time
+// (S10's slow callback) use generous bounds.
 
 #include <sys/resource.h>
 
@@ -206,7 +211,7 @@ bool FinishesInTime(std::function<void()> fn) {
 using Vec = std::vector<std::pair<int, int>>;
 
 // ---------------------------------------------------------------------------
-// Error table: Create.
+// docs/api.md Errors: Create (and E1, E3, E4).
 
 StatusCode CreateCode(
     Options options, IntWheel::Execute execute = [](int, int) {}) {
@@ -285,6 +290,26 @@ TEST(ErrorsCreate, OutOfMemoryIsResourceExhausted) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(CreateUntilOutOfMemory(), ::testing::ExitedWithCode(0), "");
 }
+
+// E1/E4: the key index sized for expected_timers is allocated by Create, so
+// a hint larger than memory allows is ResourceExhausted there (2^31 - 1
+// timers need over 16 GiB of index), not a crash later. In a child process
+// under a 1 GiB address-space limit. Exits 0 if it is.
+[[noreturn]] void CreateWithHugeExpectedTimers() {
+  rlimit limit{};
+  limit.rlim_cur = limit.rlim_max = rlim_t{1} << 30;
+  setrlimit(RLIMIT_AS, &limit);
+  Options options;
+  options.expected_timers = kMaxTimers;
+  auto wheel = IntWheel::Create(options, [](int, int) {});
+  if (wheel.ok()) std::_Exit(3);
+  std::_Exit(wheel.status().code() == StatusCode::kResourceExhausted ? 0 : 2);
+}
+
+TEST(ErrorsCreate, ExpectedTimersBeyondMemoryIsResourceExhausted) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(CreateWithHugeExpectedTimers(), ::testing::ExitedWithCode(0), "");
+}
 #endif
 
 TEST(ErrorsCreate, ExpectedTimersMustBeInRange) {
@@ -303,6 +328,27 @@ TEST(ErrorsCreate, ExpectedTimersMustBeInRange) {
   }
   ticker->Tick(3);
   EXPECT_EQ(fired.load(), 1000);
+}
+
+// E1: expected_timers is a hint, not a limit: a wheel holds more timers than
+// it said, and each still ends exactly one way.
+TEST(ErrorsCreate, ExpectedTimersIsNotALimit) {
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options = ManualOptions(ticker);
+  options.expected_timers = 10;
+  std::atomic<int> fired{0};
+  auto wheel = IntWheel::Create(options, [&](int, int) { fired.fetch_add(1); });
+  ASSERT_TRUE(wheel.ok()) << wheel.status();
+  constexpr int kTimers = 5000;
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, kInterval * (1 + k % 2)).ok());
+  }
+  ticker->Tick();
+  EXPECT_EQ(fired.load(), kTimers / 2);
+  auto stopped = (*wheel)->Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->size(), static_cast<std::size_t>(kTimers / 2));
+  for (const auto& [key, value] : *stopped) EXPECT_EQ(key % 2, 1);
 }
 
 TEST(ErrorsCreate, WorkersMustBeInRange) {
@@ -372,7 +418,7 @@ TEST(ErrorsCreate, SameManualTickerFromOwnCallbackIsRefused) {
 }
 
 // ---------------------------------------------------------------------------
-// Error table: SetTimer / MoveTimer delays.
+// docs/api.md Errors: SetTimer / MoveTimer delays.
 
 TEST(ErrorsDelay, NonPositiveOrInfiniteDelaysAreRefusedAndChangeNothing) {
   ManualWheel w;
@@ -421,7 +467,7 @@ TEST(ErrorsDelay, NonPositiveOrInfiniteDelaysAreRefusedAndChangeNothing) {
 }
 
 // ---------------------------------------------------------------------------
-// Error table: a stopped wheel, and S8.
+// docs/api.md Errors: a stopped wheel, and docs/api.md S8.
 
 TEST(S8Stop, StoppedWheelRefusesEveryCommand) {
   ManualWheel w;
@@ -644,8 +690,8 @@ TEST(S8Stop, DestructorDropsEntriesExactlyOnce) {
 }
 
 // ---------------------------------------------------------------------------
-// Error table: max_pending. The loop applies commands at once unless it is
-// busy, so keep it busy deterministically: a ManualTicker tick waits for its
+// docs/api.md Errors: max_pending. The loop applies commands at once unless it
+// is busy, so keep it busy deterministically: a ManualTicker tick waits for its
 // callbacks, and one callback blocks until the test has filled the queue.
 
 TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
@@ -698,7 +744,8 @@ TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
 }
 
 // ---------------------------------------------------------------------------
-// Error table: Drain and Stop from the wheel's own callbacks.
+// docs/api.md Errors: Drain and Stop from the wheel's own callbacks (and
+// E4: empty Drain fn; E5: Tick from a callback).
 
 TEST(ErrorsCallback, DrainAndStopFromExecuteFailWithoutDeadlock) {
   std::atomic<int> drain_code{-1}, stop_code{-1};
@@ -775,7 +822,8 @@ TEST(ErrorsDrain, EmptyFnIsRefused) {
 }
 
 // ---------------------------------------------------------------------------
-// S1: never early, and with a ManualTicker exactly on the documented tick.
+// docs/api.md S1: never early, and with a ManualTicker exactly on the
+// documented tick.
 
 TEST(S1Exact, KIntervalsFireOnKthTickAcrossCircles) {
   ManualWheel w(8);
@@ -861,7 +909,7 @@ TEST(S1Exact, SetFromCallbackCountsFromTheCallbacksTick) {
 }
 
 // ---------------------------------------------------------------------------
-// S2: SetTimer on a present key.
+// docs/api.md S2: SetTimer on a present key.
 
 TEST(S2Replace, LaterDeadlineNewValueFiresOnce) {
   ManualWheel w(8);
@@ -912,7 +960,7 @@ TEST(S2Replace, SetAfterFireInsertsAgain) {
 }
 
 // ---------------------------------------------------------------------------
-// S3: MoveTimer.
+// docs/api.md S3: MoveTimer.
 
 TEST(S3Move, LaterAndEarlierKeepTheValue) {
   ManualWheel w(8);
@@ -980,7 +1028,7 @@ TEST(S3Move, AbsentKeyIsANoOp) {
 }
 
 // A deterministic random walk of Set/Move/Remove over a few keys on a tiny
-// wheel, compared tick by tick with a model of api.md S1-S4.
+// wheel, compared tick by tick with a model of docs/api.md S1-S4.
 TEST(S3Move, RandomOpsMatchModelExactly) {
   for (int num_slots : {1, 3, 4, 8}) {
     SCOPED_TRACE(absl::StrCat("num_slots ", num_slots));
@@ -1049,7 +1097,7 @@ TEST(S3Move, RandomOpsMatchModelExactly) {
 }
 
 // ---------------------------------------------------------------------------
-// S4: RemoveTimer.
+// docs/api.md S4: RemoveTimer.
 
 TEST(S4Remove, PresentKeyNeverFires) {
   ManualWheel w(8);
@@ -1079,7 +1127,7 @@ TEST(S4Remove, AbsentKeyIsANoOpAndKeyCanBeSetAgain) {
 }
 
 // ---------------------------------------------------------------------------
-// S5: long delays.
+// docs/api.md S5 (and E5): long delays.
 
 TEST(S5Long, ManyCirclesOnATinyWheel) {
   ManualWheel w(4, nullptr, [] {
@@ -1186,7 +1234,7 @@ TEST(S5Long, HugeUnsignedChronoDelayIsFinite) {
 }
 
 // ---------------------------------------------------------------------------
-// S6: every accepted timer ends exactly one way.
+// docs/api.md S6: every accepted timer ends exactly one way.
 
 TEST(S6Accounting, MixedScenarioEndsEachTimerOnce) {
   ManualWheel w(4);
@@ -1247,7 +1295,7 @@ TEST(S6Accounting, MixedScenarioEndsEachTimerOnce) {
 }
 
 // ---------------------------------------------------------------------------
-// S7: Drain.
+// docs/api.md S7: Drain (more in drain_test.cc).
 
 TEST(S7Drain, EveryPresentEntryOnceOnDrainWorkersThenReturns) {
   Options options = TestOptions();
@@ -1340,7 +1388,7 @@ TEST(S7Drain, SingleDrainWorkerUsesOneThread) {
 }
 
 // ---------------------------------------------------------------------------
-// S9: per-thread order.
+// docs/api.md S9: per-thread order.
 
 TEST(S9Order, OneThreadsCommandsApplyInOrder) {
   ManualWheel w(8);
@@ -1419,7 +1467,7 @@ TEST(S9Order, ConcurrentThreadsEachKeepTheirOrder) {
 }
 
 // ---------------------------------------------------------------------------
-// S10: callbacks.
+// docs/api.md S10: callbacks.
 
 // Records the threads that hash keys: only the loop thread touches the map.
 std::atomic<bool> g_note_hash_threads{false};
@@ -1616,7 +1664,74 @@ TEST(S10Callbacks, ThrowingDrainFnDoesNotLoseOtherEntries) {
 }
 
 // ---------------------------------------------------------------------------
-// Types: move-only values, string keys, user struct keys, custom Hash/Eq.
+// docs/api.md Types: move-only values, string keys, user struct keys, custom
+// Hash/Eq.
+
+// docs/api.md Types: the Options defaults are part of the contract.
+TEST(Types, OptionsDefaults) {
+  const Options options;
+  EXPECT_EQ(options.interval, absl::Seconds(1));
+  EXPECT_EQ(options.num_slots, 512);
+  EXPECT_EQ(options.execute_workers, 1);
+  EXPECT_EQ(options.drain_workers, 8);
+  EXPECT_EQ(options.max_pending, 0u);
+  EXPECT_EQ(options.ticker, nullptr);
+  EXPECT_EQ(options.expected_timers, 0u);  // E1
+}
+
+// docs/api.md Types, ManualTicker::Tick (c): Tick returns only after every
+// execute callback its ticks triggered has returned, however slow.
+TEST(Types, ManualTickWaitsForItsCallbacks) {
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options = ManualOptions(ticker);
+  options.execute_workers = 2;
+  std::atomic<int> returned{0};
+  auto wheel = IntWheel::Create(options, [&](int key, int) {
+    absl::SleepFor(absl::Milliseconds(key == 0 ? 100 : 10));
+    returned.fetch_add(1);
+  });
+  ASSERT_TRUE(wheel.ok());
+  for (int k = 0; k < 6; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, kInterval * (1 + k % 2)).ok());
+  }
+  ticker->Tick();
+  EXPECT_EQ(returned.load(), 3);
+  ticker->Tick(2);
+  EXPECT_EQ(returned.load(), 6);
+}
+
+// docs/api.md Types, ManualTicker::Tick: concurrent calls are serialized.
+// Two threads ticking 50 ticks each (one by one, two by two) run exactly 100
+// ticks, and each timer due on one of them fires once, none due later.
+TEST(Types, ConcurrentManualTicksAreSerialized) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::mutex mu;
+  std::map<int, int> fires;  // key -> times fired
+  auto wheel = IntWheel::Create(ManualOptions(ticker), [&](int key, int) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++fires[key];
+  });
+  ASSERT_TRUE(wheel.ok());
+  for (int k = 1; k <= 120; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, k * kInterval).ok());
+  }
+  // A Tick applies only its own thread's commands first: make sure the loop
+  // has applied the Sets before the other threads tick.
+  ticker->Tick();
+  std::thread ones([&] {
+    for (int i = 0; i < 50; ++i) ticker->Tick();
+  });
+  std::thread twos([&] {
+    for (int i = 0; i < 25; ++i) ticker->Tick(2);
+  });
+  ones.join();
+  twos.join();
+  EXPECT_EQ((*wheel)->stats().ticks, 101u);
+  std::lock_guard<std::mutex> lock(mu);
+  for (int k = 1; k <= 120; ++k) {
+    EXPECT_EQ(fires[k], k <= 101 ? 1 : 0) << "key " << k;
+  }
+}
 
 TEST(Types, MoveOnlyValues) {
   using W = TimingWheel<int, std::unique_ptr<std::string>>;

@@ -1,6 +1,9 @@
-// api.md S1 and S11 against the real clock. Every bound here is generous:
-// these tests catch early firing, skipped or drifting ticks and a spinning
-// loop, and never decide how fast the library is.
+// docs/api.md against the real clock: S1 (never early), the Time paragraph
+// (a deadline counts from the call, ticks are drift-free and missed ticks
+// are caught up) and S11 (an idle wheel does not spin). Every bound here is
+// generous: these tests catch early firing, skipped or drifting ticks, a
+// deadline read late and a spinning loop, and never decide how fast the
+// library is.
 
 #include <time.h>
 
@@ -80,9 +83,9 @@ Options RealOptions(int num_slots, int execute_workers = 1) {
   return options;
 }
 
-// S1 with real time: a timer never fires before (time of the call) + delay.
-// The earliest legal fire time is bounded below by the steady clock read
-// just before the call, because the wheel reads "now" inside the call.
+// docs/api.md S1 with real time: a timer never fires before (time of the call)
+// + delay. The earliest legal fire time is bounded below by the steady clock
+// read just before the call, because the wheel reads "now" inside the call.
 TEST(RealTime, NeverEarlyAgainstTheClock) {
   constexpr int kKeys = 300;
   FireTimes fires(kKeys);
@@ -197,7 +200,62 @@ TEST(RealTime, CatchesUpAfterAStallWithoutDrift) {
       << "ticks after the stall drifted by about the stall";
 }
 
-// S11: measures the process's CPU time over ~1 s of idling.
+// A hash that, the first time it hashes kHoldKey after being armed, tells
+// the test and then stalls the loop thread (the only thread that hashes keys)
+// for kHold.
+constexpr int kHoldKey = -2;
+constexpr absl::Duration kHold = absl::Seconds(2);
+std::atomic<bool> g_hold_armed{false};
+std::mutex g_hold_mu;
+std::condition_variable g_hold_cv;
+bool g_holding = false;  // guarded by g_hold_mu
+struct HoldingHash {
+  std::size_t operator()(int key) const {
+    if (key == kHoldKey && g_hold_armed.exchange(false)) {
+      {
+        std::lock_guard<std::mutex> lock(g_hold_mu);
+        g_holding = true;
+      }
+      g_hold_cv.notify_all();
+      absl::SleepFor(kHold);
+    }
+    return absl::Hash<int>()(key);
+  }
+};
+
+// docs/api.md Time: with real time, a command's start `s` is read when the
+// call is made, not when the loop gets to the command. A SetTimer made while
+// the loop is stalled for 2 s, with a 3 s delay, is due 3 s after the call
+// (about 1 s after the loop resumes); counted from when the loop applied it,
+// it would fire about 5 s after the call. The bound leaves 1.6 s for a slow
+// machine.
+TEST(RealTime, DeadlineCountsFromTheCallNotTheLoop) {
+  FireTimes fires(1);
+  auto wheel = TimingWheel<int, int, HoldingHash>::Create(RealOptions(32),
+                                                          [&](int key, int) {
+                                                            if (key == 0)
+                                                              fires.Record(key);
+                                                          });
+  ASSERT_TRUE(wheel.ok());
+  g_hold_armed.store(true);
+  ASSERT_TRUE((*wheel)->SetTimer(kHoldKey, 0, absl::Hours(1)).ok());
+  {
+    std::unique_lock<std::mutex> lock(g_hold_mu);
+    ASSERT_TRUE(g_hold_cv.wait_for(lock, absl::ToChronoNanoseconds(kHangGuard),
+                                   [] { return g_holding; }));
+  }
+  // The loop is stalled now.
+  const std::int64_t t0 = NowNs();
+  ASSERT_TRUE((*wheel)->SetTimer(0, 0, absl::Seconds(3)).ok());
+  ASSERT_TRUE(fires.WaitFor(1));
+  const auto times = fires.Get();
+  ASSERT_EQ(times[0].size(), 1u);
+  EXPECT_GE(times[0][0], t0 + 3'000'000'000LL) << "fired early";
+  EXPECT_LT(times[0][0], t0 + 4'600'000'000LL)
+      << "the deadline was counted from when the loop applied the call";
+}
+
+// docs/api.md S11: measures the process's CPU time over ~1 s of idling.
 double IdleCpuSeconds() {
   absl::SleepFor(absl::Milliseconds(200));  // let start-up work settle
   const double before = ProcessCpuSeconds();
