@@ -26,14 +26,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "example_util.h"
+#include "support/clock.h"
+#include "support/flags.h"
+#include "support/format.h"
+#include "support/progress.h"
 #include "timingwheel/timing_wheel.h"
 
 namespace {
 
-using examples::Human;
-using examples::MonoNanos;
-using examples::WithCommas;
+using support::Human;
+using support::MonoNanos;
+using support::WithCommas;
 
 // A cache whose entries expire `ttl` after they were last set or read.
 //
@@ -264,7 +267,7 @@ std::string Line(double t, const TtlCache<std::string>::Counters& c,
 
 int main(int argc, char** argv) {
   Config config;
-  examples::Flags flags(
+  support::Flags flags(
       "A TTL cache (like go-zero's collection.Cache) built on the wheel, "
       "under a Zipf-skewed read-through workload.");
   flags.Add("keys", &config.keys, "distinct keys");
@@ -304,7 +307,7 @@ int main(int argc, char** argv) {
     workers.emplace_back([&] { Worker(config, **cache, stop); });
   }
 
-  examples::ProgressLine progress;
+  support::ProgressLine progress;
   const std::int64_t start = MonoNanos();
   const auto elapsed = [start] { return (MonoNanos() - start) / 1e9; };
   TtlCache<std::string>::Counters prev;

@@ -33,12 +33,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "example_util.h"
+#include "support/clock.h"
+#include "support/flags.h"
 #include "timingwheel/timing_wheel.h"
 
 namespace {
 
-using examples::MonoNanos;
+using support::MonoNanos;
 
 struct Config {
   int connections = 5;
@@ -296,7 +297,7 @@ class Demo {
 
 int main(int argc, char** argv) {
   Config config;
-  examples::Flags flags(
+  support::Flags flags(
       "Heartbeats and retries with backoff, each re-arming itself from its "
       "own callback (Dubbo's reput pattern).");
   flags.Add("connections", &config.connections, "connections to heartbeat");

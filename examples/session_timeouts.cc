@@ -31,15 +31,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "example_util.h"
+#include "support/clock.h"
+#include "support/flags.h"
+#include "support/format.h"
+#include "support/progress.h"
 #include "timingwheel/timing_wheel.h"
 
 namespace {
 
-using examples::Human;
-using examples::MonoNanos;
-using examples::Ms;
-using examples::WithCommas;
+using support::Human;
+using support::MonoNanos;
+using support::Ms;
+using support::WithCommas;
 
 struct Config {
   std::int64_t sessions = 200000;  // at the start; arrivals replace leavers
@@ -272,7 +275,7 @@ class Simulation {
   }
 
   void ShowProgressUntilDone() {
-    examples::ProgressLine progress;
+    support::ProgressLine progress;
     const std::int64_t end_ns =
         start_ns_ + static_cast<std::int64_t>(config_.seconds * 1e9);
     std::uint64_t last_touches = 0;
@@ -385,7 +388,7 @@ class Simulation {
 
 int main(int argc, char** argv) {
   Config config;
-  examples::Flags flags(
+  support::Flags flags(
       "Simulated sessions touched by client threads with MoveTimer; the wheel "
       "closes the idle ones.");
   flags.Add("sessions", &config.sessions,
