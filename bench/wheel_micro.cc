@@ -17,33 +17,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "benchmark/benchmark.h"
+#include "support/rng.h"
 #include "timingwheel/internal/wheel.h"
 
 namespace {
 
 using Core = timingwheel::internal::Wheel<std::uint64_t, std::uint64_t>;
-
-// splitmix64's finalizer: distinct, well-spread keys from indices.
-std::uint64_t Mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// -Wpedantic rejects a plain unsigned __int128; __extension__ says we mean it.
-__extension__ typedef unsigned __int128 U128;
-
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t Below(std::uint64_t n) {
-    return static_cast<std::uint64_t>((static_cast<U128>(Mix(s_++)) * n) >> 64);
-  }
-
- private:
-  std::uint64_t s_;
-};
+using support::Mix;  // distinct, well-spread keys from indices
+using support::Rng;
 
 std::vector<std::uint64_t> Keys(std::size_t n) {
   std::vector<std::uint64_t> k(n);
