@@ -2,11 +2,11 @@
 // (ManualTicker::Tick, Options defaults, key and value types, chrono
 // overloads), Behaviour S1-S10 (S11 is in realtime_test.cc, S7 in depth in
 // drain_test.cc), every row of Errors, and the extensions E1 (expected_timers),
-// E2 (stats()), E3 (extra Create checks), E4 (extra error rows) and E5 (long
-// delays, Tick from a callback). docs/tests.md maps each rule to its tests.
-// Every test here drives the wheel with a ManualTicker, so outcomes are
-// decided by tick counts, never by sleeps; the few places that need real time
-// (S10's slow callback) use generous bounds.
+// E2 (stats()), E3 (extra Create checks), E4 (extra error rows), E5 (long
+// delays, Tick from a callback) and E6 (Now()). docs/tests.md maps each rule to
+// its tests. Every test here drives the wheel with a ManualTicker, so outcomes
+// are decided by tick counts, never by sleeps; the few places that need real
+// time (S10's slow callback, E6 with real time) use generous bounds.
 
 #include <sys/resource.h>
 
@@ -1941,6 +1941,48 @@ TEST(Types, ChronoOverloads) {
   // 0.07f is 70.0000003 ms: never early means tick 8, not 7.
   EXPECT_EQ(w.FireTick(7), 8);
   EXPECT_EQ(w.FireTick(8), 9);
+}
+
+// ---------------------------------------------------------------------------
+// docs/api.md E6: Now(), the wheel's own time.
+
+// Under a ManualTicker: ticks done x interval, also as a callback sees it
+// (tick k: k * interval); a timer set with delay d is due at Now() + d.
+TEST(E6Now, ManualTickerTimeIsTicksTimesInterval) {
+  std::atomic<int64_t> seen_in_callback_ns{-1};
+  ManualWheel w(8, [&](IntWheel& wheel, int key, int) {
+    if (key == 1) {
+      seen_in_callback_ns.store(absl::ToInt64Nanoseconds(wheel.Now()));
+    }
+  });
+  IntWheel& wheel = w.wheel();
+  EXPECT_EQ(wheel.Now(), absl::ZeroDuration());
+  w.Tick(3);
+  EXPECT_EQ(wheel.Now(), 3 * kInterval);
+  ASSERT_TRUE(wheel.SetTimer(1, 1, 2.5 * kInterval).ok());
+  w.Tick(3);
+  // Due at Now() + 2.5 intervals = tick 5.5: fires on tick 6, w's 3rd.
+  EXPECT_EQ(w.FireTick(1), 6);
+  EXPECT_EQ(seen_in_callback_ns.load(),
+            absl::ToInt64Nanoseconds(6 * kInterval));
+  EXPECT_EQ(wheel.Now(), 6 * kInterval);
+}
+
+// With real time: time since Create on the monotonic clock. Bounds only
+// from the steady clock read around the calls; nothing about speed.
+TEST(E6Now, RealTimeFollowsTheClock) {
+  const auto before_create = std::chrono::steady_clock::now();
+  auto wheel = IntWheel::Create(TestOptions(), [](int, int) {});
+  ASSERT_TRUE(wheel.ok());
+  const absl::Duration first = (*wheel)->Now();
+  EXPECT_GE(first, absl::ZeroDuration());
+  EXPECT_LE(first,
+            absl::FromChrono(std::chrono::steady_clock::now() - before_create));
+  absl::SleepFor(absl::Milliseconds(30));
+  const absl::Duration second = (*wheel)->Now();
+  EXPECT_GE(second - first, absl::Milliseconds(30));
+  EXPECT_LE(second,
+            absl::FromChrono(std::chrono::steady_clock::now() - before_create));
 }
 
 }  // namespace
