@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Prints a Markdown table of the cache workloads C1-C5 (docs/peers.md):
+timingwheel::Cache vs Caffeine vs Guava, each cell the median of the runs in
+the file with [min-max] and the number of runs, the targets of peers.md and
+whether ours meets them.
+
+  bench/cache_table.py bench/results/<date>-cache.jsonl
+
+The file is what bench/cache_run.sh writes: JSON lines of
+bench/cache_workloads (impl "timingwheel") and bench/java/CacheBench.java
+(impl "caffeine", "guava", ...), interleaved.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+IMPLS = [("timingwheel", "timingwheel"), ("caffeine", "Caffeine"),
+         ("guava", "Guava")]
+
+# Figures of docs/peers.md ("What the peers measure on the 0.2 workloads").
+PEERS_MD = {
+    "C1": "Caffeine 1.7 M ops/s (loaded run)",
+    "C2": "Caffeine 1.1 M ops/s (loaded run)",
+    "C3": "Caffeine 211 B (133 B heap), Guava 203 B (129 B heap)",
+    "C4": "Caffeine, Guava: 0 of 100,000",
+    "C5": "Caffeine 0.671",
+}
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                rows.append(json.loads(line))
+    return rows
+
+
+def values(rows, workload, impl, field):
+    out = []
+    for r in rows:
+        if r.get("workload") == workload and r.get("impl") == impl:
+            v = r.get(field)
+            if isinstance(v, (int, float)):
+                out.append(float(v))
+    return out
+
+
+def med(vs):
+    return statistics.median(vs) if vs else None
+
+
+def num(v, digits=3):
+    if v is None:
+        return "n/a"
+    a = abs(v)
+    if a >= 1e6:
+        return "%.2f M" % (v / 1e6)
+    if a >= 100 or v == int(v):
+        return "%.0f" % v
+    if a >= 10:
+        return "%.1f" % v
+    return "%.*f" % (digits, v)
+
+
+def cell(vs, scale=1.0, unit="", digits=3):
+    if not vs:
+        return "n/a"
+    vs = [v * scale for v in vs]
+    m = med(vs)
+    s = "**%s%s**" % (num(m, digits), unit)
+    if len(vs) > 1:
+        s += " [%s-%s]" % (num(min(vs), digits), num(max(vs), digits))
+    return s + " (%d)" % len(vs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    args = ap.parse_args()
+    rows = load(args.results)
+    if not rows:
+        print("no results in %s" % args.results)
+        return 1
+
+    dates = sorted(r["date"] for r in rows if "date" in r)
+    commits = sorted({r.get("commit", "?") for r in rows})
+    machine = rows[0].get("machine", {})
+    loads = sorted(r["load1"] for r in rows if isinstance(r.get("load1"),
+                                                          (int, float)))
+    versions = {}
+    for r in rows:
+        if r.get("impl_version") and r.get("impl") in ("caffeine", "guava"):
+            versions[r["impl"]] = r["impl_version"]
+    print("Cache workloads: `%s` (%s to %s; commit %s; %s cores, %s; load1 "
+          "%s-%s; Caffeine %s, Guava %s). Each cell: **median** [min-max] "
+          "(runs), runs interleaved ours / Caffeine / Guava.\n" % (
+              os.path.basename(args.results), dates[0] if dates else "?",
+              dates[-1] if dates else "?", ", ".join(commits),
+              machine.get("cores", "?"), machine.get("cpu", "?"),
+              loads[0] if loads else "?", loads[-1] if loads else "?",
+              versions.get("caffeine", "?"), versions.get("guava", "?")))
+
+    def v(w, impl, field):
+        return values(rows, w, impl, field)
+
+    lines = []
+
+    def n_of(w):
+        ns = {r.get("n") for r in rows
+              if r.get("workload") == w and r.get("n") is not None}
+        return ", ".join("{:,}".format(x) for x in sorted(ns)) or "?"
+
+    def row(label, w, field, target, scale=1.0, unit="", digits=3,
+            met=None):
+        cells = [cell(v(w, impl, field), scale, unit, digits)
+                 for impl, _ in IMPLS]
+        lines.append("| %s | %s | %s | %s |" % (
+            label, " | ".join(cells), target, met if met is not None else ""))
+
+    def verdict(ok):
+        if ok is None:
+            return "n/a"
+        return "yes" if ok else "**no**"
+
+    ours_c1, caf_c1 = med(v("C1", "timingwheel", "ops_per_s")), med(
+        v("C1", "caffeine", "ops_per_s"))
+    row("C1 read-mostly, 2 threads (M ops/s)", "C1", "ops_per_s",
+        ">= Caffeine, same run", scale=1e-6, digits=2,
+        met=verdict(None if ours_c1 is None or caf_c1 is None
+                    else ours_c1 >= caf_c1))
+    row("C1 CPU per op, calling threads (ns)", "C1", "thread_cpu_ns_per_op",
+        "", digits=0)
+    row("C1 CPU per op, whole process (ns)", "C1", "process_cpu_ns_per_op",
+        "", digits=0)
+    ours_c2, caf_c2 = med(v("C2", "timingwheel", "ops_per_s")), med(
+        v("C2", "caffeine", "ops_per_s"))
+    row("C2 sliding, 2 threads (M ops/s)", "C2", "ops_per_s",
+        ">= Caffeine, same run", scale=1e-6, digits=2,
+        met=verdict(None if ours_c2 is None or caf_c2 is None
+                    else ours_c2 >= caf_c2))
+    row("C2 CPU per op, calling threads (ns)", "C2", "thread_cpu_ns_per_op",
+        "", digits=0)
+    row("C2 CPU per op, whole process (ns)", "C2", "process_cpu_ns_per_op",
+        "", digits=0)
+    ours_c3, caf_c3 = med(v("C3", "timingwheel", "rss_bytes_per_entry")), med(
+        v("C3", "caffeine", "rss_bytes_per_entry"))
+    c3_met = "n/a"
+    if ours_c3 is not None and caf_c3 is not None:
+        c3_met = "vs this run's Caffeine / 3 (%s B): %s; vs 70 B: %s" % (
+            num(caf_c3 / 3, 1), verdict(ours_c3 <= caf_c3 / 3),
+            verdict(ours_c3 <= 70))
+    row("C3 RSS per entry at %s entries (B)" % n_of("C3"), "C3",
+        "rss_bytes_per_entry", "<= 1/3 of Caffeine's (~70 B)", digits=1,
+        met=c3_met)
+    row("C3 live heap per entry, Java (B)", "C3", "live_heap_bytes_per_entry",
+        "", digits=1)
+    never = med(v("C4", "timingwheel", "never_notified"))
+    p99 = med(v("C4", "timingwheel", "late_ms_p99"))
+    row("C4 expired notified within 4 s idle (of %s)" % n_of("C4"), "C4",
+        "notified_expired", "all notified",
+        met=verdict(None if never is None else never == 0))
+    row("C4 lateness p50 (ms)", "C4", "late_ms_p50", "", digits=2)
+    row("C4 lateness p99 (ms)", "C4", "late_ms_p99", "<= 20 ms at 10 ms ticks",
+        digits=2, met=verdict(None if p99 is None else p99 <= 20))
+    row("C4 lateness max (ms)", "C4", "late_ms_max", "", digits=2)
+    row("C4 early (must be 0)", "C4", "early", "0",
+        met=verdict(None if not v("C4", "timingwheel", "early") else
+                    max(v("C4", "timingwheel", "early")) == 0))
+    ours_c5, caf_c5 = med(v("C5", "timingwheel", "hit_ratio")), med(
+        v("C5", "caffeine", "hit_ratio"))
+    row("C5 hit ratio, 100 k of Zipf(0.99) over 10 M", "C5", "hit_ratio",
+        ">= Caffeine's - 0.02",
+        met=verdict(None if ours_c5 is None or caf_c5 is None
+                    else ours_c5 >= caf_c5 - 0.02))
+    row("C5 replay rate, 1 thread (M accesses/s)", "C5", "ops_per_s", "",
+        scale=1e-6, digits=2)
+
+    print("| workload | " + " | ".join(n for _, n in IMPLS) +
+          " | target (peers.md) | ours meets it |")
+    print("| --- | " + " | ".join("---" for _ in IMPLS) + " | --- | --- |")
+    for line in lines:
+        print(line)
+
+    notes = []
+    after = v("C4", "caffeine", "notified_after_one_call") + v(
+        "C4", "guava", "notified_after_one_call")
+    if after:
+        notes.append(
+            "C4, Java peers: notifications that came once `cleanUp()` was "
+            "called after the idle 4 s: median %s (Caffeine and Guava expire "
+            "only during cache calls)." % num(med(after)))
+    skipped = [r for r in rows
+               if r.get("workload") == "C4" and r.get("skipped")]
+    if skipped:
+        notes.append("C4 with `Scheduler.systemScheduler()`: %s." %
+                     skipped[0]["skipped"])
+    if any(r.get("workload") == "C4" and r.get("impl") == "guava"
+           for r in rows):
+        notes.append("C4, Guava has no per-entry ttl: one fixed "
+                     "`expireAfterWrite` of 1.5 s (the middle of [1 s, 2 s]).")
+    sums = {r.get("trace_checksum") for r in rows
+            if r.get("workload") == "C5"}
+    if sums:
+        notes.append("C5 trace checksum(s): %s (one value: every side "
+                     "replayed the same trace)." %
+                     ", ".join(sorted(s for s in sums if s)))
+    notes.append("peers.md's earlier single runs: " + "; ".join(
+        "%s %s" % (k, PEERS_MD[k]) for k in sorted(PEERS_MD)) + ".")
+    print()
+    for n in notes:
+        print("- " + n)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
