@@ -30,11 +30,9 @@
 //
 //   soak --minutes=60 --rate=100000 --out=soak.csv
 //
-// Flags (all --name=value): minutes, seconds (overrides minutes, for a quick
-// try), rate, producers, keys, interval_ms, slots, workers, report_s,
-// warmup_s, out.
-
-#include <sys/resource.h>
+// Flags (--name=value or --name value; --help lists them with defaults):
+// minutes, seconds (overrides minutes, for a quick try), rate, producers,
+// keys, interval_ms, slots, workers, report_s, warmup_s, out.
 
 #include <algorithm>
 #include <atomic>
@@ -44,15 +42,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "support/clock.h"
+#include "support/flags.h"
+#include "support/memory.h"
+#include "support/rng.h"
 #include "timingwheel/timing_wheel.h"
 
 namespace {
@@ -68,7 +68,7 @@ using Wheel = timingwheel::TimingWheel<std::uint64_t, std::int64_t>;
 // early/duplicate/value checks can misfire.
 constexpr std::int64_t kGuardNs = 1'000'000'000;
 
-struct Flags {
+struct Config {
   double minutes = 10;
   double seconds = 0;  // > 0 overrides minutes
   std::int64_t rate = 200000;
@@ -82,118 +82,40 @@ struct Flags {
   std::string out;
 };
 
-[[noreturn]] void Usage(const char* bad) {
-  std::fprintf(stderr,
-               "soak: bad flag '%s'\nflags: --minutes=10 --seconds=0 "
-               "--rate=200000 --producers=2 --keys=1000000 --interval_ms=10 "
-               "--slots=512 --workers=1 --report_s=5 --warmup_s=120 "
-               "--out=path.csv\n",
-               bad);
-  std::exit(2);
-}
-
-Flags ParseFlags(int argc, char** argv) {
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    const std::size_t eq = arg.find('=');
-    if (arg.substr(0, 2) != "--" || eq == std::string_view::npos) {
-      Usage(argv[i]);
-    }
-    const std::string name(arg.substr(2, eq - 2));
-    const std::string value(arg.substr(eq + 1));
-    char* end = nullptr;
-    const double num = std::strtod(value.c_str(), &end);
-    const bool numeric = !value.empty() && *end == '\0';
-    if (name == "out") {
-      f.out = value;
-      continue;
-    }
-    if (!numeric || num < 0) Usage(argv[i]);
-    if (name == "minutes") {
-      f.minutes = num;
-    } else if (name == "seconds") {
-      f.seconds = num;
-    } else if (name == "rate") {
-      f.rate = static_cast<std::int64_t>(num);
-    } else if (name == "producers") {
-      f.producers = static_cast<int>(num);
-    } else if (name == "keys") {
-      f.keys = static_cast<std::int64_t>(num);
-    } else if (name == "interval_ms") {
-      f.interval_ms = static_cast<int>(num);
-    } else if (name == "slots") {
-      f.slots = static_cast<int>(num);
-    } else if (name == "workers") {
-      f.workers = static_cast<int>(num);
-    } else if (name == "report_s") {
-      f.report_s = static_cast<int>(num);
-    } else if (name == "warmup_s") {
-      f.warmup_s = static_cast<int>(num);
-    } else {
-      Usage(argv[i]);
-    }
+Config ParseFlags(int argc, char** argv) {
+  Config c;
+  support::Flags flags(
+      "soak: hours of mixed, paced load on one wheel, reporting RSS and fire "
+      "lateness (see docs/soak.md).");
+  flags.Add("minutes", &c.minutes, "run length in minutes");
+  flags.Add("seconds", &c.seconds, "run length in seconds; overrides minutes");
+  flags.Add("rate", &c.rate, "commands per second, all producers together");
+  flags.Add("producers", &c.producers, "producer threads");
+  flags.Add("keys", &c.keys, "key space, split between the producers");
+  flags.Add("interval_ms", &c.interval_ms, "wheel tick in ms");
+  flags.Add("slots", &c.slots, "wheel slots");
+  flags.Add("workers", &c.workers, "execute workers");
+  flags.Add("report_s", &c.report_s, "seconds between report lines");
+  flags.Add("warmup_s", &c.warmup_s,
+            "seconds before RSS and p99 count in the summary");
+  flags.Add("out", &c.out, "also write the report lines to this CSV file");
+  flags.Parse(argc, argv);
+  if (c.minutes < 0 || c.seconds < 0 || c.producers < 1 ||
+      c.keys < c.producers || c.rate < 1 || c.interval_ms < 1 || c.slots < 1 ||
+      c.workers < 1 || c.report_s < 1 || c.warmup_s < 0) {
+    std::fprintf(stderr, "soak: a flag is out of range; see --help\n");
+    std::exit(2);
   }
-  if (f.producers < 1 || f.keys < f.producers || f.rate < 1 ||
-      f.interval_ms < 1 || f.slots < 1 || f.workers < 1 || f.report_s < 1) {
-    Usage("(a value out of range)");
-  }
-  return f;
+  return c;
 }
 
 // Nanoseconds since the program started, plus one so that 0 can mean "no
 // timer" in the per-key arrays.
-const Clock::time_point kStart = Clock::now();
-std::int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
-                                                              kStart)
-             .count() +
-         1;
-}
+const std::int64_t kStartNs = support::MonoNanos();
+std::int64_t NowNs() { return support::MonoNanos() - kStartNs + 1; }
 
-// VmRSS of this process in MiB, from /proc/self/status.
-double RssMib() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  double kib = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "VmRSS:", 6) == 0) {
-      kib = std::strtod(line + 6, nullptr);
-      break;
-    }
-  }
-  std::fclose(f);
-  return kib / 1024.0;
-}
-
-double CpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-// splitmix64: a fast per-thread generator; quality needs are modest and
-// std::mt19937_64 would be a visible share of a producer's time.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t Next() {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [lo, hi).
-  std::int64_t Uniform(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(Next() %
-                                          static_cast<std::uint64_t>(hi - lo));
-  }
-
- private:
-  std::uint64_t s_;
-};
+// VmRSS of this process in MiB.
+double RssMib() { return support::RssBytes() / (1024.0 * 1024.0); }
 
 // Log-linear histogram of lateness in microseconds: exact below 1024 us,
 // 64 sub-buckets per power of two above (under 1.6% error), so p99 is good
@@ -361,9 +283,9 @@ constexpr std::int64_t kMs = 1'000'000;
 // A delay for a new timer: one in four short (20..200 ms), so that fires
 // keep coming even though most long timers are moved or replaced before
 // they are due; the rest uniform over 50 ms .. 30 s.
-std::int64_t NewDelayNs(Rng& rng) {
-  if (rng.Next() % 4 == 0) return rng.Uniform(20 * kMs, 200 * kMs);
-  return rng.Uniform(50 * kMs, 30'000 * kMs);
+std::int64_t NewDelayNs(support::Rng& rng) {
+  if (rng.Next() % 4 == 0) return rng.Between(20 * kMs, 200 * kMs);
+  return rng.Between(50 * kMs, 30'000 * kMs);
 }
 
 // Notes what a command is about to change, before the new deadline is
@@ -378,11 +300,11 @@ void Record(Shared& sh, std::uint64_t k, std::int64_t prev, std::int64_t now,
 // One producer: paced ops over keys [lo, hi).
 void Produce(Wheel& wheel, Shared& sh, std::uint64_t lo, std::uint64_t hi,
              double ops_per_s, std::uint64_t seed) {
-  Rng rng(seed);
+  support::Rng rng(support::Mix(seed));  // producers' streams unrelated
   const auto t0 = Clock::now();
   std::int64_t done = 0;
   std::int64_t tag = static_cast<std::int64_t>(seed << 40);
-  const auto span = static_cast<std::int64_t>(hi - lo);
+  const std::uint64_t span = hi - lo;
   while (!sh.stop.load(std::memory_order_relaxed)) {
     const double elapsed =
         std::chrono::duration<double>(Clock::now() - t0).count();
@@ -406,7 +328,7 @@ void Produce(Wheel& wheel, Shared& sh, std::uint64_t lo, std::uint64_t hi,
       // A few tries to find a key that is safe to touch (see kGuardNs);
       // nearly every key is.
       for (int attempt = 0; attempt < 8; ++attempt) {
-        const std::uint64_t k = lo + rng.Uniform(0, span);
+        const std::uint64_t k = lo + rng.Below(span);
         const std::int64_t now = NowNs();
         const std::int64_t d = sh.deadline[k].load(std::memory_order_relaxed);
         const bool absent =
@@ -430,8 +352,8 @@ void Produce(Wheel& wheel, Shared& sh, std::uint64_t lo, std::uint64_t hi,
         } else if (r < 80) {
           // Later: up to 10 s past the current deadline. Earlier: anywhere
           // between 50 ms from now and the current deadline.
-          const std::int64_t nd = r < 55 ? d + rng.Uniform(kMs, 10'000 * kMs)
-                                         : rng.Uniform(now + 50 * kMs, d);
+          const std::int64_t nd = r < 55 ? d + rng.Between(kMs, 10'000 * kMs)
+                                         : rng.Between(now + 50 * kMs, d);
           Record(sh, k, d, now, kMove);
           sh.deadline[k].store(nd, std::memory_order_release);
           s = wheel.MoveTimer(k, absl::Nanoseconds(nd - now));
@@ -457,7 +379,7 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Flags flags = ParseFlags(argc, argv);
+  const Config flags = ParseFlags(argc, argv);
   const double run_s = flags.seconds > 0 ? flags.seconds : flags.minutes * 60;
 
   std::FILE* csv = nullptr;
@@ -516,7 +438,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   timingwheel::Stats prev = wheel.stats();
   std::int64_t prev_submitted = 0;
-  double prev_cpu = CpuSeconds();
+  double prev_cpu = support::ProcessCpuSeconds();
   double max_late_ms = 0;
   double worst_p99_ms = 0;
   const auto t0 = Clock::now();
@@ -529,7 +451,7 @@ int main(int argc, char** argv) {
     const double period_s = flags.report_s;
     const timingwheel::Stats st = wheel.stats();
     const double rss = RssMib();
-    const double cpu = CpuSeconds();
+    const double cpu = support::ProcessCpuSeconds();
     const std::int64_t submitted = sh->submitted.load();
     sh->lateness.Take(period, total);
     const double p50 = Histogram::QuantileMs(period, 0.50);

@@ -21,7 +21,8 @@ inline std::uint64_t Mix(std::uint64_t x) {
 // Mix of a counter: fast and the same sequence for a seed on every machine,
 // which is what a benchmark's or soak's inputs need; statistical quality
 // matters little there, and std::mt19937_64 would be a visible share of a
-// producer's time.
+// producer's time. Seed s + 1 gives seed s's sequence one draw later: where
+// threads need unrelated sequences, seed them with Mix(s).
 class Rng {
  public:
   explicit Rng(std::uint64_t seed) : s_(seed) {}
