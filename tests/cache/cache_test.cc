@@ -1,0 +1,717 @@
+// api.md's Cache rules C1-C8 and its errors, one test (or a few) per rule.
+// Time is a ManualTicker's: outcomes are decided by tick counts, never by
+// sleeps. Where threads meet (C6), the hand-offs are std::mutex and the
+// cache's own counters, so no test depends on timing.
+
+#include "timingwheel/cache.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "timingwheel/ticker.h"
+
+namespace timingwheel {
+namespace {
+
+using ::absl::StatusCode;
+
+constexpr absl::Duration kInterval = absl::Seconds(1);
+
+using IntCache = Cache<int, int>;
+
+// Every listener call, with the thread it ran on.
+struct Removal {
+  std::string key;
+  int value;
+  RemovalCause cause;
+  std::thread::id thread;
+  bool operator==(const Removal& o) const {
+    return key == o.key && value == o.value && cause == o.cause;
+  }
+};
+
+class Recorder {
+ public:
+  Cache<std::string, int>::RemovalListener Listener() {
+    return [this](std::string key, int value, RemovalCause cause) {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.push_back(
+          {std::move(key), value, cause, std::this_thread::get_id()});
+    };
+  }
+  std::vector<Removal> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(calls_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Removal> calls_;
+};
+
+struct Fixture {
+  explicit Fixture(CacheOptions options = {}) {
+    options.wheel.interval = kInterval;
+    options.wheel.ticker = ticker;
+    auto c = Cache<std::string, int>::Create(options, recorder.Listener());
+    EXPECT_TRUE(c.ok()) << c.status();
+    cache = *std::move(c);
+  }
+  std::shared_ptr<ManualTicker> ticker = std::make_shared<ManualTicker>();
+  Recorder recorder;
+  std::unique_ptr<Cache<std::string, int>> cache;
+};
+
+CacheOptions Ttl(absl::Duration ttl) {
+  CacheOptions o;
+  o.ttl = ttl;
+  return o;
+}
+
+// ---- Errors ----------------------------------------------------------------
+
+TEST(CacheErrors, CreateRefusesNonPositiveTtl) {
+  for (absl::Duration ttl : {absl::ZeroDuration(), absl::Nanoseconds(-1),
+                             -absl::InfiniteDuration()}) {
+    auto c = IntCache::Create(Ttl(ttl));
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << ttl;
+  }
+}
+
+TEST(CacheErrors, CreateForwardsTheWheelsRefusal) {
+  CacheOptions o;
+  o.wheel.interval = absl::ZeroDuration();
+  EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.wheel.num_slots = 0;
+  EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+  // A ManualTicker drives one wheel: the second cache's wheel is refused.
+  o = {};
+  o.wheel.ticker = std::make_shared<ManualTicker>();
+  auto first = IntCache::Create(o);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CacheErrors, SetRefusesNonPositiveTtlAndStoresNothing) {
+  Fixture f;
+  EXPECT_EQ(f.cache->Set("k", 1, absl::ZeroDuration()).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.cache->Set("k", 1, absl::Seconds(-3)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.cache->Set("k", 1, std::chrono::milliseconds(0)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  EXPECT_EQ(f.cache->size(), 0u);
+  // A present value is left alone by a refused Set.
+  ASSERT_TRUE(f.cache->Set("k", 1).ok());
+  EXPECT_EQ(f.cache->Set("k", 2, -absl::InfiniteDuration()).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.cache->Get("k"), 1);
+  EXPECT_TRUE(f.recorder.Take().empty());
+}
+
+TEST(CacheErrors, GetOrLoadRefusesAnEmptyLoader) {
+  Fixture f;
+  EXPECT_EQ(f.cache->GetOrLoad("k", nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.cache->stats().loads + f.cache->stats().load_failures, 0u);
+}
+
+// ---- C1 time ---------------------------------------------------------------
+
+TEST(CacheC1, PresentUntilTheKthFollowingTickAndAbsentAfter) {
+  for (int k : {1, 2, 5}) {
+    Fixture f(Ttl(absl::Seconds(100)));
+    f.ticker->Tick(3);  // any phase
+    ASSERT_TRUE(f.cache->Set("k", 7, k * kInterval).ok());
+    for (int j = 1; j < k; ++j) {
+      f.ticker->Tick();
+      EXPECT_EQ(f.cache->Get("k"), 7) << "k=" << k << " after tick " << j;
+    }
+    f.ticker->Tick();
+    EXPECT_FALSE(f.cache->Get("k").has_value()) << "k=" << k;
+  }
+}
+
+TEST(CacheC1, DefaultTtlIsOptionsTtl) {
+  Fixture f(Ttl(3 * kInterval));
+  ASSERT_TRUE(f.cache->Set("k", 7).ok());
+  f.ticker->Tick(2);
+  EXPECT_EQ(f.cache->Get("k"), 7);
+  f.ticker->Tick();
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+}
+
+TEST(CacheC1, ChronoTtl) {
+  Fixture f;
+  ASSERT_TRUE(f.cache->Set("k", 7, std::chrono::seconds(2)).ok());
+  f.ticker->Tick();
+  EXPECT_EQ(f.cache->Get("k"), 7);
+  f.ticker->Tick();
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+}
+
+TEST(CacheC1, InfiniteTtlNeverExpires) {
+  Fixture f(Ttl(absl::InfiniteDuration()));
+  ASSERT_TRUE(f.cache->Set("k", 7).ok());
+  ASSERT_TRUE(f.cache->Set("j", 8, absl::InfiniteDuration()).ok());
+  f.ticker->Tick(1000);
+  EXPECT_EQ(f.cache->Get("k"), 7);
+  EXPECT_EQ(f.cache->Get("j"), 8);
+  EXPECT_TRUE(f.recorder.Take().empty());
+}
+
+// Two entries due on the same tick: whichever the wheel removes first, the
+// other is already expired on the wheel's clock, so Get (called from the
+// first one's listener, before the wheel reaches the second) misses it.
+TEST(CacheC1, GetNeverReturnsAnExpiredEntryTheWheelHasNotRemovedYet) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::unique_ptr<Cache<std::string, int>> cache;
+  std::mutex mu;
+  std::vector<std::optional<int>> seen;
+  CacheOptions o;
+  o.wheel.interval = kInterval;
+  o.wheel.ticker = ticker;
+  auto c = Cache<std::string, int>::Create(
+      o, [&](std::string key, int, RemovalCause cause) {
+        if (cause != RemovalCause::kExpired) return;
+        std::optional<int> other = cache->Get(key == "a" ? "b" : "a");
+        std::lock_guard<std::mutex> lock(mu);
+        seen.push_back(other);
+      });
+  ASSERT_TRUE(c.ok());
+  cache = *std::move(c);
+  ASSERT_TRUE(cache->Set("a", 1, 2 * kInterval).ok());
+  ASSERT_TRUE(cache->Set("b", 2, 2 * kInterval).ok());
+  ticker->Tick(2);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_FALSE(seen[0].has_value());
+  EXPECT_FALSE(seen[1].has_value());
+}
+
+// ---- C2 expiry needs no activity -------------------------------------------
+
+TEST(CacheC2, ExpiredAndListenerCalledBeforeTheTickReturns) {
+  Fixture f(Ttl(3 * kInterval));
+  ASSERT_TRUE(f.cache->Set("a", 1).ok());
+  ASSERT_TRUE(f.cache->Set("b", 2, 5 * kInterval).ok());
+  f.ticker->Tick(2);
+  EXPECT_TRUE(f.recorder.Take().empty());
+  f.ticker->Tick();  // no cache call since the Sets
+  std::vector<Removal> calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"a", 1, RemovalCause::kExpired, {}}));
+  EXPECT_NE(calls[0].thread, std::this_thread::get_id());  // a wheel worker
+  EXPECT_EQ(f.cache->size(), 1u);
+  f.ticker->Tick(2);
+  calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"b", 2, RemovalCause::kExpired, {}}));
+  EXPECT_EQ(f.cache->size(), 0u);
+  f.ticker->Tick(10);
+  EXPECT_TRUE(f.recorder.Take().empty());  // exactly once
+}
+
+// ---- C3 replace, delete, clear ---------------------------------------------
+
+TEST(CacheC3, SetReplacesAndRestartsTheTtl) {
+  Fixture f;
+  ASSERT_TRUE(f.cache->Set("k", 1, 3 * kInterval).ok());
+  f.ticker->Tick(2);
+  ASSERT_TRUE(f.cache->Set("k", 2, 5 * kInterval).ok());
+  std::vector<Removal> calls = f.recorder.Take();  // before Set returned
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"k", 1, RemovalCause::kReplaced, {}}));
+  EXPECT_EQ(calls[0].thread, std::this_thread::get_id());
+  EXPECT_EQ(f.cache->size(), 1u);
+  f.ticker->Tick(4);  // past the first value's deadline: the old timer is void
+  EXPECT_EQ(f.cache->Get("k"), 2);
+  EXPECT_TRUE(f.recorder.Take().empty());
+  f.ticker->Tick();
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"k", 2, RemovalCause::kExpired, {}}));
+}
+
+TEST(CacheC3, ReplaceWithAShorterTtlExpiresEarlier) {
+  Fixture f;
+  ASSERT_TRUE(f.cache->Set("k", 1, 10 * kInterval).ok());
+  ASSERT_TRUE(f.cache->Set("k", 2, 2 * kInterval).ok());
+  f.ticker->Tick(2);
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  std::vector<Removal> calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1], (Removal{"k", 2, RemovalCause::kExpired, {}}));
+  f.ticker->Tick(20);
+  EXPECT_TRUE(f.recorder.Take().empty());
+}
+
+TEST(CacheC3, ReplaceFiniteWithInfiniteAndBack) {
+  Fixture f;
+  ASSERT_TRUE(f.cache->Set("k", 1, 2 * kInterval).ok());
+  ASSERT_TRUE(f.cache->Set("k", 2, absl::InfiniteDuration()).ok());
+  f.ticker->Tick(5);
+  EXPECT_EQ(f.cache->Get("k"), 2);
+  ASSERT_TRUE(f.cache->Set("k", 3, 2 * kInterval).ok());
+  f.ticker->Tick(2);
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  std::vector<Removal> calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2], (Removal{"k", 3, RemovalCause::kExpired, {}}));
+}
+
+TEST(CacheC3, DeleteRemovesAndSaysWhetherPresent) {
+  Fixture f(Ttl(3 * kInterval));
+  ASSERT_TRUE(f.cache->Set("k", 1).ok());
+  EXPECT_FALSE(f.cache->Delete("absent"));
+  EXPECT_TRUE(f.cache->Delete("k"));
+  std::vector<Removal> calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"k", 1, RemovalCause::kExplicit, {}}));
+  EXPECT_EQ(calls[0].thread, std::this_thread::get_id());
+  EXPECT_FALSE(f.cache->Delete("k"));
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  EXPECT_EQ(f.cache->size(), 0u);
+  f.ticker->Tick(5);
+  EXPECT_TRUE(f.recorder.Take().empty());  // its timer is void
+  // Set again after a Delete: a new value with its own timer.
+  ASSERT_TRUE(f.cache->Set("k", 2).ok());
+  f.ticker->Tick(3);
+  calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"k", 2, RemovalCause::kExpired, {}}));
+}
+
+TEST(CacheC3, ClearRemovesEverything) {
+  Fixture f(Ttl(3 * kInterval));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(f.cache->Set("k" + std::to_string(i), i).ok());
+  }
+  ASSERT_TRUE(f.cache->Set("forever", -1, absl::InfiniteDuration()).ok());
+  f.cache->Clear();
+  EXPECT_EQ(f.cache->size(), 0u);
+  std::vector<Removal> calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 101u);
+  std::vector<int> values;
+  for (const Removal& r : calls) {
+    EXPECT_EQ(r.cause, RemovalCause::kExplicit);
+    EXPECT_EQ(r.thread, std::this_thread::get_id());
+    values.push_back(r.value);
+  }
+  std::sort(values.begin(), values.end());
+  for (int i = -1; i < 100; ++i) EXPECT_EQ(values[i + 1], i);
+  EXPECT_FALSE(f.cache->Get("k5").has_value());
+  f.ticker->Tick(5);
+  EXPECT_TRUE(f.recorder.Take().empty());
+  // Usable again.
+  ASSERT_TRUE(f.cache->Set("k5", 5).ok());
+  EXPECT_EQ(f.cache->Get("k5"), 5);
+}
+
+// ---- C4 sliding -------------------------------------------------------------
+
+TEST(CacheC4, EveryHitRestartsTheTtl) {
+  CacheOptions o = Ttl(3 * kInterval);
+  o.sliding = true;
+  Fixture f(o);
+  ASSERT_TRUE(f.cache->Set("k", 1).ok());
+  for (int hit = 0; hit < 5; ++hit) {
+    f.ticker->Tick(2);
+    EXPECT_EQ(f.cache->Get("k"), 1) << "hit " << hit;
+  }
+  // Also GetOrLoad's hit slides (and does not load).
+  f.ticker->Tick(2);
+  auto r = f.cache->GetOrLoad("k", [] { return absl::StatusOr<int>(99); });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 1);
+  EXPECT_TRUE(f.recorder.Take().empty());
+  f.ticker->Tick(2);
+  EXPECT_TRUE(f.recorder.Take().empty());
+  f.ticker->Tick();  // 3 ticks after the last hit
+  std::vector<Removal> calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"k", 1, RemovalCause::kExpired, {}}));
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  f.ticker->Tick(10);
+  EXPECT_TRUE(f.recorder.Take().empty());
+}
+
+TEST(CacheC4, SlidesByTheTtlTheEntryWasSetWith) {
+  CacheOptions o = Ttl(2 * kInterval);
+  o.sliding = true;
+  Fixture f(o);
+  ASSERT_TRUE(f.cache->Set("k", 1, 5 * kInterval).ok());
+  f.ticker->Tick(4);
+  EXPECT_EQ(f.cache->Get("k"), 1);
+  f.ticker->Tick(4);
+  EXPECT_EQ(f.cache->Get("k"), 1);
+  f.ticker->Tick(4);
+  EXPECT_EQ(f.cache->Get("k"), 1);
+  f.ticker->Tick(5);
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  EXPECT_EQ(f.recorder.Take().size(), 1u);
+}
+
+TEST(CacheC4, WithoutSlidingHitsDoNotExtend) {
+  Fixture f(Ttl(3 * kInterval));
+  ASSERT_TRUE(f.cache->Set("k", 1).ok());
+  f.ticker->Tick();
+  EXPECT_EQ(f.cache->Get("k"), 1);
+  f.ticker->Tick();
+  EXPECT_EQ(f.cache->Get("k"), 1);
+  f.ticker->Tick();
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+}
+
+// ---- C5 size ----------------------------------------------------------------
+
+TEST(CacheC5, SizeNeverExceedsMaxEntriesAndTheJustSetStays) {
+  for (std::size_t max : {1u, 2u, 10u, 1000u, 5000u}) {
+    CacheOptions o = Ttl(absl::InfiniteDuration());
+    o.max_entries = max;
+    Fixture f(o);
+    for (int i = 0; i < 3 * static_cast<int>(max) + 50; ++i) {
+      const std::string key = "k" + std::to_string(i);
+      ASSERT_TRUE(f.cache->Set(key, i).ok());
+      ASSERT_LE(f.cache->size(), max);
+      ASSERT_EQ(f.cache->Get(key), i) << "just set, max=" << max;
+    }
+    EXPECT_EQ(f.cache->size(), max);
+    std::vector<Removal> calls = f.recorder.Take();
+    EXPECT_EQ(calls.size(), 2 * max + 50);
+    for (const Removal& r : calls) {
+      EXPECT_EQ(r.cause, RemovalCause::kSize);
+      EXPECT_EQ(r.thread, std::this_thread::get_id());
+    }
+    EXPECT_EQ(f.cache->stats().evicted, 2 * max + 50);
+  }
+}
+
+TEST(CacheC5, TheMostRecentlyHitIsNeverEvicted) {
+  for (std::size_t max : {2u, 3u, 10u, 300u}) {
+    CacheOptions o = Ttl(absl::InfiniteDuration());
+    o.max_entries = max;
+    Fixture f(o);
+    ASSERT_TRUE(f.cache->Set("hot", 0).ok());
+    // Many one-off keys, never read; the hot key is read before each Set,
+    // so it is the most recently hit at every one of them.
+    for (int i = 0; i < 20 * static_cast<int>(max); ++i) {
+      ASSERT_EQ(f.cache->Get("hot"), 0) << "max=" << max << " i=" << i;
+      ASSERT_TRUE(f.cache->Set("k" + std::to_string(i), i).ok());
+    }
+    EXPECT_EQ(f.cache->Get("hot"), 0);
+  }
+}
+
+TEST(CacheC5, ShardedSharesSumToMaxEntries) {
+  // Large enough to be split over several shards.
+  CacheOptions o = Ttl(absl::InfiniteDuration());
+  o.max_entries = 100000;
+  Fixture f(o);
+  for (int i = 0; i < 300000; ++i) {
+    ASSERT_TRUE(f.cache->Set(std::to_string(i), i).ok());
+    if (i % 1000 == 0) {
+      ASSERT_LE(f.cache->size(), o.max_entries);
+    }
+  }
+  EXPECT_EQ(f.cache->size(), o.max_entries);
+  EXPECT_EQ(f.cache->stats().evicted, 200000u);
+}
+
+TEST(CacheC5, FrequentKeysSurviveAScanOfOneOffs) {
+  CacheOptions o = Ttl(absl::InfiniteDuration());
+  o.max_entries = 1000;
+  Fixture f(o);
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 500; ++i) {
+      if (!f.cache->Get("hot" + std::to_string(i))) {
+        ASSERT_TRUE(f.cache->Set("hot" + std::to_string(i), i).ok());
+      }
+    }
+  }
+  for (int i = 0; i < 20000; ++i) {
+    ASSERT_TRUE(f.cache->Set("scan" + std::to_string(i), i).ok());
+  }
+  int kept = 0;
+  for (int i = 0; i < 500; ++i)
+    kept += f.cache->Get("hot" + std::to_string(i)).has_value();
+  EXPECT_GE(kept, 450);  // an LRU would keep none
+}
+
+// ---- C6 load ----------------------------------------------------------------
+
+// Blocks load() until released; counts its calls.
+class Gate {
+ public:
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// N threads miss the same key while one load() blocks: load runs once and
+// every thread gets its outcome. The gate opens only once all N have been
+// counted as misses, i.e. all are waiting on the one load.
+void LoadOnce(const std::function<absl::StatusOr<int>()>& outcome,
+              const std::function<void(const absl::StatusOr<int>&)>& check) {
+  Fixture f(Ttl(5 * kInterval));
+  constexpr int kThreads = 8;
+  Gate gate;
+  std::atomic<int> calls{0};
+  std::vector<absl::StatusOr<int>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      results[t] = f.cache->GetOrLoad("k", [&]() -> absl::StatusOr<int> {
+        calls.fetch_add(1);
+        gate.Wait();
+        return outcome();
+      });
+    });
+  }
+  while (f.cache->stats().misses < kThreads) std::this_thread::yield();
+  gate.Release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  for (const auto& r : results) check(r);
+}
+
+TEST(CacheC6, OneLoadForConcurrentCallersAndEachGetsTheValue) {
+  LoadOnce([] { return absl::StatusOr<int>(42); },
+           [](const absl::StatusOr<int>& r) {
+             ASSERT_TRUE(r.ok()) << r.status();
+             EXPECT_EQ(*r, 42);
+           });
+}
+
+TEST(CacheC6, AnErrorGoesToEveryWaiter) {
+  LoadOnce([] { return absl::StatusOr<int>(absl::NotFoundError("no")); },
+           [](const absl::StatusOr<int>& r) {
+             EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+           });
+}
+
+TEST(CacheC6, AnExceptionBecomesInternalForEveryWaiter) {
+  LoadOnce([]() -> absl::StatusOr<int> { throw std::runtime_error("boom"); },
+           [](const absl::StatusOr<int>& r) {
+             EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+           });
+}
+
+TEST(CacheC6, OkIsStoredWithOptionsTtlErrorsAreNot) {
+  Fixture f(Ttl(3 * kInterval));
+  int calls = 0;
+  auto fail = [&]() -> absl::StatusOr<int> {
+    ++calls;
+    return absl::UnavailableError("down");
+  };
+  EXPECT_EQ(f.cache->GetOrLoad("k", fail).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  EXPECT_EQ(f.cache->GetOrLoad("k", fail).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(calls, 2);  // not stored: loaded again
+  auto thrower = [&]() -> absl::StatusOr<int> { throw 7; };
+  EXPECT_EQ(f.cache->GetOrLoad("k", thrower).status().code(),
+            StatusCode::kInternal);
+  auto ok = [&]() -> absl::StatusOr<int> {
+    ++calls;
+    return 5;
+  };
+  EXPECT_EQ(f.cache->GetOrLoad("k", ok).value(), 5);
+  EXPECT_EQ(f.cache->GetOrLoad("k", ok).value(), 5);  // a hit
+  EXPECT_EQ(calls, 3);
+  f.ticker->Tick(2);
+  EXPECT_EQ(f.cache->Get("k"), 5);
+  f.ticker->Tick();
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  CacheStats st = f.cache->stats();
+  EXPECT_EQ(st.loads, 1u);
+  EXPECT_EQ(st.load_failures, 3u);
+}
+
+TEST(CacheC6, LoadMayCallTheCache) {
+  // One shard (small max_entries), so every key shares the lock a held
+  // lock would deadlock on.
+  CacheOptions o = Ttl(absl::InfiniteDuration());
+  o.max_entries = 100;
+  Fixture f(o);
+  ASSERT_TRUE(f.cache->Set("other", 1).ok());
+  auto r = f.cache->GetOrLoad("k", [&]() -> absl::StatusOr<int> {
+    EXPECT_EQ(f.cache->Get("other"), 1);
+    EXPECT_TRUE(f.cache->Set("third", 3).ok());
+    auto inner =
+        f.cache->GetOrLoad("fourth", [] { return absl::StatusOr<int>(4); });
+    EXPECT_EQ(inner.value(), 4);
+    EXPECT_TRUE(f.cache->Delete("other"));
+    return 2;
+  });
+  EXPECT_EQ(r.value(), 2);
+  EXPECT_EQ(f.cache->Get("k"), 2);
+  EXPECT_EQ(f.cache->Get("third"), 3);
+  EXPECT_EQ(f.cache->Get("fourth"), 4);
+  EXPECT_EQ(f.cache->size(), 3u);
+}
+
+// ---- C7 listener
+// --------------------------------------------------------------
+
+// The listener calls the cache (same shard) for every cause; a lock held
+// around it would deadlock.
+TEST(CacheC7, ListenerMayCallTheCacheForEveryCause) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::unique_ptr<Cache<std::string, int>> cache;
+  std::mutex mu;
+  std::vector<RemovalCause> causes;
+  CacheOptions o;
+  o.ttl = 2 * kInterval;
+  o.max_entries = 2;
+  o.wheel.interval = kInterval;
+  o.wheel.ticker = ticker;
+  auto c = Cache<std::string, int>::Create(
+      o, [&](std::string, int, RemovalCause cause) {
+        cache->Get("side");
+        cache->Delete("side");
+        cache->stats();
+        std::lock_guard<std::mutex> lock(mu);
+        causes.push_back(cause);
+      });
+  ASSERT_TRUE(c.ok());
+  cache = *std::move(c);
+  ASSERT_TRUE(cache->Set("a", 1).ok());
+  ASSERT_TRUE(cache->Set("a", 2).ok());  // kReplaced
+  EXPECT_TRUE(cache->Delete("a"));       // kExplicit
+  ASSERT_TRUE(cache->Set("b", 1).ok());
+  ASSERT_TRUE(cache->Set("c", 1).ok());
+  ASSERT_TRUE(cache->Set("d", 1).ok());  // kSize
+  cache->Clear();                        // kExplicit x2
+  ASSERT_TRUE(cache->Set("e", 1).ok());
+  ticker->Tick(2);  // kExpired
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(causes, (std::vector<RemovalCause>{
+                        RemovalCause::kReplaced, RemovalCause::kExplicit,
+                        RemovalCause::kSize, RemovalCause::kExplicit,
+                        RemovalCause::kExplicit, RemovalCause::kExpired}));
+}
+
+TEST(CacheC7, NoListenerCallAfterDestructionAndValuesAreDestroyed) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::atomic<int> calls{0};
+  std::vector<std::weak_ptr<int>> values;
+  {
+    CacheOptions o;
+    o.ttl = 2 * kInterval;
+    o.wheel.interval = kInterval;
+    o.wheel.ticker = ticker;
+    auto c = Cache<int, std::shared_ptr<int>>::Create(
+        o, [&](int, std::shared_ptr<int>, RemovalCause) { calls++; });
+    ASSERT_TRUE(c.ok());
+    for (int i = 0; i < 100; ++i) {
+      auto v = std::make_shared<int>(i);
+      values.push_back(v);
+      ASSERT_TRUE((*c)->Set(i, std::move(v), (1 + i % 5) * kInterval).ok());
+    }
+    ticker->Tick();  // 20 expire
+    EXPECT_EQ(calls.load(), 20);
+  }
+  EXPECT_EQ(calls.load(), 20);
+  ticker->Tick(10);  // detached: nothing
+  EXPECT_EQ(calls.load(), 20);
+  for (const auto& w : values) EXPECT_TRUE(w.expired());
+}
+
+TEST(CacheC7, ExactlyOnceWithoutAListenerToo) {
+  // No listener: removals still happen and are counted.
+  auto ticker = std::make_shared<ManualTicker>();
+  CacheOptions o;
+  o.ttl = kInterval;
+  o.wheel.interval = kInterval;
+  o.wheel.ticker = ticker;
+  auto c = IntCache::Create(o);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*c)->Set(i, i).ok());
+  ticker->Tick();
+  EXPECT_EQ((*c)->size(), 0u);
+  EXPECT_EQ((*c)->stats().expired, 10u);
+}
+
+// ---- C8 stats
+// -----------------------------------------------------------------
+
+TEST(CacheC8, CountsEverything) {
+  CacheOptions o = Ttl(2 * kInterval);
+  o.max_entries = 3;
+  Fixture f(o);
+  EXPECT_FALSE(f.cache->Get("a").has_value());  // miss
+  ASSERT_TRUE(f.cache->Set("a", 1).ok());
+  EXPECT_TRUE(f.cache->Get("a").has_value());                   // hit
+  EXPECT_TRUE(f.cache->GetOrLoad("a", [] { return 9; }).ok());  // hit
+  EXPECT_TRUE(f.cache->GetOrLoad("b", [] { return 2; }).ok());  // miss, load
+  EXPECT_FALSE(f.cache
+                   ->GetOrLoad("c",
+                               [] {  // miss, failure
+                                 return absl::StatusOr<int>(
+                                     absl::AbortedError("x"));
+                               })
+                   .ok());
+  ASSERT_TRUE(f.cache->Set("c", 3).ok());
+  ASSERT_TRUE(f.cache->Set("d", 4).ok());  // evicts one
+  CacheStats st = f.cache->stats();
+  EXPECT_EQ(st.hits, 2u);
+  EXPECT_EQ(st.misses, 3u);
+  EXPECT_EQ(st.loads, 1u);
+  EXPECT_EQ(st.load_failures, 1u);
+  EXPECT_EQ(st.evicted, 1u);
+  EXPECT_EQ(st.expired, 0u);
+  EXPECT_EQ(st.size, 3u);
+  f.ticker->Tick(2);
+  st = f.cache->stats();
+  EXPECT_EQ(st.expired, 3u);
+  EXPECT_EQ(st.size, 0u);
+  EXPECT_EQ(f.cache->size(), 0u);
+}
+
+// ---- memory
+// -------------------------------------------------------------------
+
+TEST(CacheMemory, ReusedAfterMassExpiry) {
+  Fixture f(Ttl(kInterval));
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20000; ++i) {
+      ASSERT_TRUE(f.cache->Set(std::to_string(round * 20000 + i), i).ok());
+    }
+    EXPECT_EQ(f.cache->size(), 20000u);
+    f.ticker->Tick();
+    EXPECT_EQ(f.cache->size(), 0u);
+    EXPECT_EQ(f.recorder.Take().size(), 20000u);
+  }
+}
+
+}  // namespace
+}  // namespace timingwheel
