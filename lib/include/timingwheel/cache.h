@@ -272,6 +272,7 @@ class Cache {
           Collect(s, i, cause, removals);
         });
         s.index.Clear();
+        s.pool.DestroyAll();  // every node is free: give the chunks back
         if (s.capacity != 0) s.policy.Clear();
         s.last_hit = internal::kCacheNil;
         s.size.store(0, std::memory_order_relaxed);
@@ -478,6 +479,12 @@ class Cache {
     }
     Collect(s, i, cause, removals);
     s.size.store(s.index.size(), std::memory_order_relaxed);
+    // Emptied (a mass expiry): give the node chunks back. Stale timers may
+    // still name old indices; they find no node or another generation. One
+    // chunk is kept, so a shard going 0 <-> 1 entries does not churn.
+    if (s.index.size() == 0 && s.pool.extent() > Shard::Pool::kChunk) {
+      s.pool.DestroyAll();
+    }
   }
 
   // Moves node i's key and value to `removals` (if there is a listener) and
