@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Prints, for a results file of several builds (bench/compare.sh), a
+Markdown table of each figure's median [min-max] per build (by commit and
+prefault_mb), one row per workload line.
+
+  bench/compare.py bench/results/<date>-compare.jsonl
+"""
+
+import json
+import statistics
+import sys
+
+# The figures worth comparing, in the order shown; absent ones are skipped.
+FIGURES = [
+    "ops_per_s", "producer_cpu_ns_per_op", "loop_cpu_ns_per_op",
+    "rss_bytes_per_timer", "wheel_bytes_per_timer", "wall_seconds",
+    "late_ms_p50", "late_ms_p99", "late_ms_max", "early", "fired_twice",
+    "never_fired", "wheel_cpu_ns_per_timer", "producer_cpu_ns_per_timer",
+    "cpu_s_per_s_empty", "cpu_s_per_s_full", "cpu_s_per_s_spread",
+    "touches_per_s", "loop_cpu_s_per_s", "loop_cpu_ns_per_touch",
+    "entries_per_s", "seconds",
+]
+
+
+def key_of(line):
+    return (line.get("workload"), line.get("name"), line.get("producers"),
+            line.get("execute_workers"), line.get("presized"))
+
+
+def fmt(v):
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1e6:
+        return "%.2f M" % (v / 1e6)
+    if a >= 100:
+        return "%.0f" % v
+    if a >= 1:
+        return "%.2f" % v
+    return "%.2g" % v
+
+
+def main():
+    rows = {}
+    builds = []
+    loads = []
+    for raw in open(sys.argv[1]):
+        raw = raw.strip()
+        if not raw.startswith("{"):
+            continue
+        line = json.loads(raw)
+        build = "%s%s" % (line.get("commit", "?"),
+                          "" if line.get("prefault_mb", 0) else " cold")
+        if build not in builds:
+            builds.append(build)
+        if "load1" in line:
+            loads.append(line["load1"])
+        for fig in FIGURES:
+            if fig == "seconds" and line.get("workload") != "drain":
+                continue
+            if fig in line:
+                rows.setdefault((key_of(line), fig), {}).setdefault(
+                    build, []).append(line[fig])
+    print("| workload | figure | " + " | ".join(builds) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in builds) + " |")
+    for (key, fig), per_build in rows.items():
+        label = " ".join(str(k) for k in key if k is not None)
+        cells = []
+        for b in builds:
+            v = per_build.get(b)
+            if not v:
+                cells.append("")
+            else:
+                cells.append("%s [%s-%s] (%d)" % (fmt(statistics.median(v)),
+                                                  fmt(min(v)), fmt(max(v)),
+                                                  len(v)))
+        print("| %s | %s | %s |" % (label, fig, " | ".join(cells)))
+    if loads:
+        print("\nload1 during the runs: median %.2f, range %.2f-%.2f" %
+              (statistics.median(loads), min(loads), max(loads)))
+
+
+if __name__ == "__main__":
+    main()
