@@ -291,9 +291,12 @@ TEST(S7DrainMany, ConcurrentSettersKeepLaterEntries) {
       int after = 0;
       int i = 0;
       for (; i < kKeysPerProducer && after < kAfterDrain; ++i) {
+        // Read before the call: a set made once Drain has returned is
+        // applied after the Drain, so it must be kept.
+        const bool after_drain = drain_returned.load();
         EXPECT_TRUE(
             wheel.SetTimer(base + i, Seen::ValueOf(base + i), kFar).ok());
-        if (drain_returned.load()) ++after;
+        if (after_drain) ++after;
         // Throttled, so the bound is far away whenever the Drain returns.
         if (i % 64 == 63) absl::SleepFor(absl::Microseconds(50));
       }
