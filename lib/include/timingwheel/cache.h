@@ -81,9 +81,9 @@ struct CacheStats {
 //
 // The entries live in up to 64 shards, each with its own std::mutex, table
 // and eviction policy; a call locks one shard (Clear and stats() visit them
-// all). Each stored value with a finite time to live has one wheel timer,
-// named by a generation number unique to that value, so timers of replaced
-// or deleted values can never touch a newer value.
+// all). Entries with a finite time to live are filed in per-shard buckets,
+// one per wheel tick, and each bucket has one wheel timer: removing or
+// replacing an entry costs no wheel command, and no timer is ever removed.
 template <typename K, typename V, typename Hash = absl::Hash<K>,
           typename Eq = std::equal_to<K>>
 class Cache {
@@ -113,10 +113,12 @@ class Cache {
     }
     Cache* self = cache.get();
     auto wheel = Wheel::Create(options.wheel,
-                               [self](std::uint64_t gen, std::uint32_t node) {
-                                 self->OnTimer(gen, node);
+                               [self](BucketKey bucket, std::uint32_t shard) {
+                                 self->OnBucket(bucket.first, shard);
                                });
     if (!wheel.ok()) return wheel.status();
+    cache->interval_ns_ = std::max<std::int64_t>(
+        1, absl::ToInt64Nanoseconds(options.wheel.interval));
     cache->wheel_ = *std::move(wheel);
     return cache;
   }
@@ -149,8 +151,9 @@ class Cache {
   // InfiniteDuration = never expires, and no timer is set). Inserting into
   // a full cache evicts another entry (kSize). Errors: InvalidArgument for
   // ttl <= 0; the wheel's error if it refuses the timer (nothing changes
-  // then). Cost: one shard lock and probe, one wheel command (two when
-  // replacing), an eviction when full.
+  // then). Cost: one shard lock and probe, O(1) list updates, a wheel
+  // command only for the first entry of a tick's bucket (per shard), an
+  // eviction when full.
   absl::Status Set(K key, V value) {
     return Set(std::move(key), std::move(value), options_.ttl);
   }
@@ -176,8 +179,8 @@ class Cache {
 
   // Removes `key`; true if it was present and unexpired (listener:
   // kExplicit; an expired entry not yet removed by the wheel goes with
-  // kExpired and counts as absent). Cost: one shard lock and probe, one
-  // wheel command.
+  // kExpired and counts as absent). Cost: one shard lock and probe, O(1)
+  // list updates; no wheel command.
   bool Delete(const K& key) {
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
@@ -190,7 +193,7 @@ class Cache {
         present = NowNs() < s.pool.at(i).deadline;
         RemoveLocked(s, i, h.tag,
                      present ? RemovalCause::kExplicit : RemovalCause::kExpired,
-                     /*remove_timer=*/true, removals);
+                     removals);
       }
     }
     Notify(removals);
@@ -252,7 +255,7 @@ class Cache {
 
   // Removes every entry (listener: kExplicit, or kExpired for an entry
   // expired but not yet removed by the wheel), one shard at a time. Cost:
-  // O(entries), one wheel command per entry with a timer.
+  // O(entries); no wheel command.
   void Clear() {
     for (auto& sp : shards_) {
       Shard& s = *sp;
@@ -262,7 +265,7 @@ class Cache {
         const std::int64_t now = NowNs();
         s.index.ForEach([&](std::uint32_t i) {
           auto& n = s.pool.at(i);
-          if (n.ttl != kNever) wheel_->RemoveTimer(n.gen()).IgnoreError();
+          Unfile(s, i);
           const RemovalCause cause = now >= n.deadline
                                          ? RemovalCause::kExpired
                                          : RemovalCause::kExplicit;
@@ -272,10 +275,10 @@ class Cache {
           Collect(s, i, cause, removals);
         });
         s.index.Clear();
-        s.pool.DestroyAll();  // every node is free: give the chunks back
         if (s.capacity != 0) s.policy.Clear();
         s.last_hit = internal::kCacheNil;
         s.size.store(0, std::memory_order_relaxed);
+        MaybeRelease(s);
       }
       Notify(removals);
     }
@@ -306,9 +309,10 @@ class Cache {
   }
 
  private:
-  // Wheel key: the generation (unique per stored value, shard number in its
-  // low bits); wheel value: the node's index in its shard's pool.
-  using Wheel = TimingWheel<std::uint64_t, std::uint32_t>;
+  // Wheel key: an expiry bucket (tick, shard); wheel value: the shard.
+  using BucketKey = std::pair<std::int64_t, std::uint32_t>;
+  using Wheel = TimingWheel<BucketKey, std::uint32_t>;
+  using Node = internal::CacheNode<K, V>;
   using Shard = internal::CacheShard<K, V, Hash, Eq>;
   using Removals = std::vector<std::tuple<K, V, RemovalCause>>;
 
@@ -341,7 +345,7 @@ class Cache {
     shards_.reserve(n);
     for (std::size_t k = 0; k < n; ++k) {
       auto s = std::make_unique<Shard>(hash_, eq_);
-      s->id = k;
+      s->id = static_cast<std::uint32_t>(k);
       if (options.max_entries != 0) {
         // Shares that sum to max_entries, so the total never exceeds it.
         s->capacity = options.max_entries / n + (k < options.max_entries % n);
@@ -364,13 +368,18 @@ class Cache {
 
   std::int64_t NowNs() const { return absl::ToInt64Nanoseconds(wheel_->Now()); }
 
+  // A time to live in ns; Node::kTtlNever for never (and for anything
+  // longer than about 146 years).
   static std::int64_t ToNs(absl::Duration d) {
-    if (d == absl::InfiniteDuration()) return kNever;
+    if (d == absl::InfiniteDuration()) return Node::kTtlNever;
     const std::int64_t ns = absl::ToInt64Nanoseconds(d);  // saturates
-    return std::max<std::int64_t>(ns, 1);
+    return std::clamp<std::int64_t>(ns, 1, Node::kTtlNever);
   }
+  // now + ttl; kNever for never, and for deadlines beyond about 73 years
+  // (so tick arithmetic cannot overflow).
   static std::int64_t Deadline(std::int64_t now, std::int64_t ttl) {
-    return ttl >= kNever - now ? kNever : now + ttl;
+    if (ttl == Node::kTtlNever || ttl >= kNever / 4 - now) return kNever;
+    return now + ttl;
   }
 
   std::uint32_t FindLocked(Shard& s, const K& key, const Hashed& h) {
@@ -392,7 +401,9 @@ class Cache {
     auto& n = s.pool.at(i);
     // Sliding costs no wheel command: the timer, when it fires, sees the
     // later deadline and re-arms itself for the time left.
-    if (options_.sliding) n.deadline = Deadline(now, n.ttl);
+    if (options_.sliding && n.deadline != kNever) {
+      n.deadline = Deadline(now, n.ttl());
+    }
     if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.mixed);
     s.last_hit = i;
     s.hits.fetch_add(1, std::memory_order_relaxed);
@@ -403,17 +414,20 @@ class Cache {
                          const Hashed& h, Removals& removals) {
     const std::int64_t now = NowNs();
     const std::int64_t ttl_ns = ToNs(ttl);
-    const std::uint64_t gen = (++s.generations << shard_bits_) | s.id;
-    const std::uint32_t found = FindLocked(s, key, h);
-    if (found != internal::kCacheNil) {
-      // Replaced in place, under a new generation: the old timer (removed
-      // best effort) can only ever find a mismatch.
-      auto& n = s.pool.at(found);
-      if (ttl_ns != kNever) {
-        absl::Status st = wheel_->SetTimer(gen, found, ttl);
-        if (!st.ok()) return st;
-      }
-      if (n.ttl != kNever) wheel_->RemoveTimer(n.gen()).IgnoreError();
+    const std::int64_t deadline = Deadline(now, ttl_ns);
+    // The bucket first: its timer is the only wheel command, and if the
+    // wheel refuses it nothing has changed yet.
+    std::uint32_t bucket = internal::kCacheNil;
+    if (deadline != kNever) {
+      absl::StatusOr<std::uint32_t> b = BucketFor(s, TickOf(deadline), now);
+      if (!b.ok()) return b.status();
+      bucket = *b;
+    }
+    std::uint32_t i = FindLocked(s, key, h);
+    if (i != internal::kCacheNil) {
+      // Replaced in place: the node leaves its bucket for the new one.
+      auto& n = s.pool.at(i);
+      Unfile(s, i);
       const RemovalCause cause =
           now >= n.deadline ? RemovalCause::kExpired : RemovalCause::kReplaced;
       if (cause == RemovalCause::kExpired) {
@@ -423,28 +437,18 @@ class Cache {
         removals.emplace_back(std::move(key), std::move(n.value()), cause);
       }
       n.value() = std::move(value);
-      n.set_gen(gen);
-      n.ttl = ttl_ns;
-      n.deadline = Deadline(now, ttl_ns);
-      if (s.capacity != 0) s.policy.OnAccess(s.pool, found, h.mixed);
-      return absl::OkStatus();
-    }
-    const std::uint32_t i =
-        s.pool.Allocate(std::move(key), std::move(value), gen);
-    if (ttl_ns != kNever) {
-      absl::Status st = wheel_->SetTimer(gen, i, ttl);
-      if (!st.ok()) {
-        s.pool.Free(i);
-        return st;
-      }
+      if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.mixed);
+    } else {
+      i = s.pool.Allocate(std::move(key), std::move(value));
+      s.index.Insert(h.tag, i);
+      s.size.store(s.index.size(), std::memory_order_relaxed);
+      if (s.capacity != 0) s.policy.OnInsert(s.pool, i, h.mixed);
     }
     auto& n = s.pool.at(i);
-    n.ttl = ttl_ns;
-    n.deadline = Deadline(now, ttl_ns);
-    s.index.Insert(h.tag, i);
-    s.size.store(s.index.size(), std::memory_order_relaxed);
+    n.set_ttl(ttl_ns);
+    n.deadline = deadline;
+    if (bucket != internal::kCacheNil) File(s, i, bucket);
     if (s.capacity != 0) {
-      s.policy.OnInsert(s.pool, i, h.mixed);
       while (s.index.size() > s.capacity) {
         const std::uint32_t v =
             s.policy.Victim(s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
@@ -454,22 +458,72 @@ class Cache {
         const RemovalCause cause = now >= s.pool.at(v).deadline
                                        ? RemovalCause::kExpired
                                        : RemovalCause::kSize;
-        RemoveLocked(s, v, HashOf(s.pool.at(v).key()).tag, cause,
-                     /*remove_timer=*/true, removals);
+        RemoveLocked(s, v, HashOf(s.pool.at(v).key()).tag, cause, removals);
       }
     }
     return absl::OkStatus();
   }
 
-  // Takes node i (index hash bits `tag`) out of shard s: index, policy,
-  // timer (best effort), counters; its key and value go to `removals` when
-  // there is a listener.
-  void RemoveLocked(Shard& s, std::uint32_t i, std::uint32_t tag,
-                    RemovalCause cause, bool remove_timer, Removals& removals) {
+  // The tick whose bucket holds deadline d: the first tick at or after it.
+  std::int64_t TickOf(std::int64_t d) const {
+    return d / interval_ns_ + (d % interval_ns_ != 0);
+  }
+
+  // The sentinel of shard s's bucket for `tick`, created with its wheel
+  // timer (due at tick * interval) if absent. Errors: the wheel's.
+  absl::StatusOr<std::uint32_t> BucketFor(Shard& s, std::int64_t tick,
+                                          std::int64_t now) {
+    auto it = s.buckets.find(tick);
+    if (it != s.buckets.end()) return it->second;
+    // The wheel fires a timer on the first tick at or after its deadline,
+    // which it computes from its own clock a moment after `now`: aimed half
+    // an interval early, the timer still fires on tick `tick` (ticks are
+    // multiples of the interval), never on the one after nor before.
+    const std::int64_t due = tick * interval_ns_;
+    absl::Status st = wheel_->SetTimer(BucketKey{tick, s.id}, s.id,
+                                       absl::Nanoseconds(std::max<std::int64_t>(
+                                           due - now - interval_ns_ / 2, 1)));
+    if (!st.ok()) return st;
+    const std::uint32_t sentinel = s.pool.AllocateSentinel();
+    s.buckets.emplace(tick, sentinel);
+    return sentinel;
+  }
+
+  // Links entry i into the bucket whose sentinel is `bucket`.
+  void File(Shard& s, std::uint32_t i, std::uint32_t bucket) {
     auto& n = s.pool.at(i);
-    if (remove_timer && n.ttl != kNever) {
-      wheel_->RemoveTimer(n.gen()).IgnoreError();
+    auto& head = s.pool.at(bucket);
+    n.eprev = bucket;
+    n.enext = head.enext;
+    s.pool.at(head.enext).eprev = i;
+    head.enext = i;
+  }
+
+  // Unlinks entry i from its bucket, if it is in one. O(1): the lists are
+  // circular through their sentinel, so the bucket need not be known.
+  void Unfile(Shard& s, std::uint32_t i) {
+    auto& n = s.pool.at(i);
+    if (n.enext == internal::kCacheNil) return;
+    s.pool.at(n.eprev).enext = n.enext;
+    s.pool.at(n.enext).eprev = n.eprev;
+    n.eprev = n.enext = internal::kCacheNil;
+  }
+
+  // An empty shard with no bucket left gives its node chunks back (one kept,
+  // so a shard going 0 <-> 1 entries does not churn).
+  void MaybeRelease(Shard& s) {
+    if (s.index.size() == 0 && s.buckets.empty() &&
+        s.pool.extent() > Shard::Pool::kChunk) {
+      s.pool.DestroyAll();
     }
+  }
+
+  // Takes entry i (index hash bits `tag`) out of shard s: index, policy,
+  // bucket, counters; its key and value go to `removals` when there is a
+  // listener.
+  void RemoveLocked(Shard& s, std::uint32_t i, std::uint32_t tag,
+                    RemovalCause cause, Removals& removals) {
+    Unfile(s, i);
     s.index.Erase(tag, i);
     if (s.capacity != 0) s.policy.OnRemove(s.pool, i);
     if (cause == RemovalCause::kExpired) {
@@ -479,12 +533,7 @@ class Cache {
     }
     Collect(s, i, cause, removals);
     s.size.store(s.index.size(), std::memory_order_relaxed);
-    // Emptied (a mass expiry): give the node chunks back. Stale timers may
-    // still name old indices; they find no node or another generation. One
-    // chunk is kept, so a shard going 0 <-> 1 entries does not churn.
-    if (s.index.size() == 0 && s.pool.extent() > Shard::Pool::kChunk) {
-      s.pool.DestroyAll();
-    }
+    MaybeRelease(s);
   }
 
   // Moves node i's key and value to `removals` (if there is a listener) and
@@ -499,31 +548,49 @@ class Cache {
     s.pool.Free(i);
   }
 
-  // The wheel's callback: timer `gen` for node `node` is due.
-  void OnTimer(std::uint64_t gen, std::uint32_t node) {
-    Shard& s = *shards_[gen & ((std::uint64_t{1} << shard_bits_) - 1)];
-    Removals removals;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      // A stale timer (its value replaced, deleted or evicted) finds
-      // another generation, or a free node (generation 0), and does nothing.
-      if (node >= s.pool.extent() || s.pool.at(node).gen() != gen) return;
-      auto& n = s.pool.at(node);
-      const std::int64_t now = NowNs();
-      bool expire = now >= n.deadline;
-      if (!expire) {
-        // Slid since the timer was set: re-arm for the time left.
-        if (!wheel_->SetTimer(gen, node, absl::Nanoseconds(n.deadline - now))
-                 .ok()) {
-          expire = true;  // only when a bounded wheel queue is full
+  // The wheel's callback: bucket `tick` of shard `shard` is due. Its
+  // entries past their deadline are removed (kExpired); the others were slid
+  // and move to the bucket of their new deadline. Done in batches, with the
+  // listener called between them, so the lock is never held for long.
+  void OnBucket(std::int64_t tick, std::uint32_t shard) {
+    constexpr int kBatch = 256;
+    Shard& s = *shards_[shard];
+    for (bool done = false; !done;) {
+      Removals removals;
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.buckets.find(tick);
+        if (it == s.buckets.end()) return;
+        const std::uint32_t sentinel = it->second;
+        const std::int64_t now = NowNs();
+        for (int k = 0; k < kBatch; ++k) {
+          const std::uint32_t i = s.pool.at(sentinel).enext;
+          if (i == sentinel) {
+            s.buckets.erase(it);
+            s.pool.Free(sentinel);
+            MaybeRelease(s);
+            done = true;
+            break;
+          }
+          auto& n = s.pool.at(i);
+          if (now >= n.deadline) {
+            RemoveLocked(s, i, HashOf(n.key()).tag, RemovalCause::kExpired,
+                         removals);
+            continue;
+          }
+          Unfile(s, i);
+          // Never back into this bucket, whatever the clocks say.
+          auto b = BucketFor(s, std::max(TickOf(n.deadline), tick + 1), now);
+          if (b.ok()) {
+            File(s, i, *b);
+          } else {  // only when a bounded wheel queue is full
+            RemoveLocked(s, i, HashOf(n.key()).tag, RemovalCause::kExpired,
+                         removals);
+          }
         }
       }
-      if (expire) {
-        RemoveLocked(s, node, HashOf(n.key()).tag, RemovalCause::kExpired,
-                     /*remove_timer=*/false, removals);
-      }
+      Notify(removals);
     }
-    Notify(removals);
   }
 
   void Notify(Removals& removals) {
@@ -538,6 +605,7 @@ class Cache {
   Eq eq_;
   int shard_bits_ = 0;
   std::vector<std::unique_ptr<Shard>> shards_;
+  std::int64_t interval_ns_ = 1;  // the wheel's interval: a bucket's width
   std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
   std::unique_ptr<Wheel> wheel_;  // last: stopped first, by ~Cache
 };

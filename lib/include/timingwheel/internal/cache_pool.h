@@ -19,29 +19,40 @@ namespace internal {
 inline constexpr std::uint32_t kCacheNil =
     std::numeric_limits<std::uint32_t>::max();
 
-// One cache entry. For 8-byte keys and values it is 48 bytes: the key, the
-// value, the generation that names its wheel timer, its deadline and time to
-// live on the wheel's clock, and the two links of the eviction policy's list.
-// Key and value are constructed only while the node is live (gen != 0).
+// One cache entry. For 8-byte keys and values it is 48 bytes: its deadline,
+// its time to live and policy segment, the two links of the eviction
+// policy's list, the two links of its expiry bucket's list, the key and the
+// value. Key and value are constructed only while the node is an entry
+// (deadline >= 0); a bucket's sentinel node uses only the expiry links.
 template <typename K, typename V>
 struct CacheNode {
-  // Bits 0..61: the generation, unique per stored value and never reused
-  // (0 = free node). Bits 62..63: the eviction policy's segment.
+  static constexpr std::int64_t kFree =
+      std::numeric_limits<std::int64_t>::min();
+  static constexpr std::int64_t kSentinel = kFree + 1;
+  static constexpr std::uint64_t kTtlMask = (std::uint64_t{1} << 62) - 1;
+  // Largest finite time to live kept (ns, about 146 years); longer is never.
+  static constexpr std::int64_t kTtlNever = static_cast<std::int64_t>(kTtlMask);
+
+  // ns of wheel time (INT64_MAX = never); kFree, kSentinel for non-entries.
+  std::int64_t deadline = kFree;
+  // Bits 0..61: the time to live in ns (kTtlNever = never), which sliding
+  // restarts from. Bits 62..63: the eviction policy's segment.
   std::uint64_t tag = 0;
-  std::int64_t deadline = 0;  // ns of wheel time; INT64_MAX = never
-  std::int64_t ttl = 0;       // ns; INT64_MAX = never (sliding restarts it)
-  std::uint32_t prev = kCacheNil;
-  std::uint32_t next = kCacheNil;  // also the free list's link
+  std::uint32_t prev = kCacheNil;   // policy list
+  std::uint32_t next = kCacheNil;   // policy list; also the free list
+  std::uint32_t eprev = kCacheNil;  // expiry bucket's circular list
+  std::uint32_t enext = kCacheNil;
   alignas(K) unsigned char key_storage[sizeof(K)];
   alignas(V) unsigned char value_storage[sizeof(V)];
 
-  static constexpr std::uint64_t kGenMask = (std::uint64_t{1} << 62) - 1;
-
-  std::uint64_t gen() const { return tag & kGenMask; }
-  void set_gen(std::uint64_t g) { tag = (tag & ~kGenMask) | g; }
+  bool is_entry() const { return deadline >= 0; }
+  std::int64_t ttl() const { return static_cast<std::int64_t>(tag & kTtlMask); }
+  void set_ttl(std::int64_t t) {
+    tag = (tag & ~kTtlMask) | static_cast<std::uint64_t>(t);
+  }
   int segment() const { return static_cast<int>(tag >> 62); }
   void set_segment(int s) {
-    tag = (tag & kGenMask) | (static_cast<std::uint64_t>(s) << 62);
+    tag = (tag & kTtlMask) | (static_cast<std::uint64_t>(s) << 62);
   }
   K& key() { return *std::launder(reinterpret_cast<K*>(key_storage)); }
   V& value() { return *std::launder(reinterpret_cast<V*>(value_storage)); }
@@ -72,34 +83,35 @@ class CachePool {
     return chunks_[i >> kChunkBits][i & (kChunk - 1)];
   }
 
-  // A node holding key and value, with generation `gen` (non-zero), unlinked.
+  // An entry node holding key and value (deadline 0, ttl 0, unlinked).
   // Throws std::bad_alloc when memory runs out (nothing changed then).
-  std::uint32_t Allocate(K key, V value, std::uint64_t gen) {
-    std::uint32_t i;
-    if (free_ != kCacheNil) {
-      i = free_;
-      free_ = at(i).next;
-    } else {
-      if ((extent_ & (kChunk - 1)) == 0) {
-        chunks_.push_back(std::make_unique<Node[]>(kChunk));
-      }
-      i = extent_++;
-    }
+  std::uint32_t Allocate(K key, V value) {
+    const std::uint32_t i = Take();
     Node& n = at(i);
     ::new (static_cast<void*>(n.key_storage)) K(std::move(key));
     ::new (static_cast<void*>(n.value_storage)) V(std::move(value));
-    n.tag = gen;
-    n.prev = n.next = kCacheNil;
+    n.deadline = 0;
     return i;
   }
 
-  // Destroys node i's key and value and puts it on the free list.
+  // A sentinel node: no key or value, its expiry links point to itself.
+  std::uint32_t AllocateSentinel() {
+    const std::uint32_t i = Take();
+    Node& n = at(i);
+    n.deadline = Node::kSentinel;
+    n.eprev = n.enext = i;
+    return i;
+  }
+
+  // Destroys node i's key and value (if an entry) and puts it on the free
+  // list.
   void Free(std::uint32_t i) {
     Node& n = at(i);
-    n.key().~K();
-    n.value().~V();
-    n.tag = 0;
-    n.prev = kCacheNil;
+    if (n.is_entry()) {
+      n.key().~K();
+      n.value().~V();
+    }
+    n = Node{};
     n.next = free_;
     free_ = i;
   }
@@ -108,10 +120,10 @@ class CachePool {
   void DestroyAll() {
     for (std::uint32_t i = 0; i < extent_; ++i) {
       Node& n = at(i);
-      if (n.gen() != 0) {
+      if (n.is_entry()) {
         n.key().~K();
         n.value().~V();
-        n.tag = 0;
+        n.deadline = Node::kFree;
       }
     }
     chunks_.clear();
@@ -121,6 +133,19 @@ class CachePool {
   }
 
  private:
+  std::uint32_t Take() {
+    if (free_ != kCacheNil) {
+      const std::uint32_t i = free_;
+      free_ = at(i).next;
+      at(i).next = kCacheNil;
+      return i;
+    }
+    if ((extent_ & (kChunk - 1)) == 0) {
+      chunks_.push_back(std::make_unique<Node[]>(kChunk));
+    }
+    return extent_++;
+  }
+
   std::vector<std::unique_ptr<Node[]>> chunks_;
   std::uint32_t extent_ = 0;
   std::uint32_t free_ = kCacheNil;

@@ -1,5 +1,5 @@
-// One shard of a Cache: its lock, its entries (pool + index), its eviction
-// policy, its loads in flight and its counters.
+// One shard of a Cache: its lock, its entries (pool + index), its expiry
+// buckets, its eviction policy, its loads in flight and its counters.
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_SHARD_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_SHARD_H_
 
@@ -31,10 +31,13 @@ struct alignas(64) CacheShard {
   Pool pool;
   CacheIndex index;
   CachePolicy<K, V> policy;
-  std::uint64_t id = 0;      // this shard's number: a generation's low bits
-  std::size_t capacity = 0;  // 0 = unbounded (the policy is not used)
+  std::uint32_t id = 0;                // this shard's number
+  std::size_t capacity = 0;            // 0 = unbounded (the policy is not used)
   std::uint32_t last_hit = kCacheNil;  // the shard's most recently hit node
-  std::uint64_t generations = 0;       // generations handed out
+  // Expiry buckets: tick -> sentinel node of the circular list of entries
+  // filed under that tick. A bucket exists exactly while its wheel timer is
+  // pending or running.
+  std::unordered_map<std::int64_t, std::uint32_t> buckets;
   // Loads in flight (GetOrLoad), by key; empty but for misses being loaded.
   std::unordered_map<K, std::shared_ptr<CacheFlight<V>>, Hash, Eq> flights;
 
