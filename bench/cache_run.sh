@@ -8,11 +8,16 @@
 #   bench/results/<date>-cache-table.md
 #
 #   bench/cache_run.sh [--use-build=DIR] [--repeat=N] [--no-java] [--no-ours]
-#                      [--impls=caffeine,guava] [flags for both, e.g. --n=100000]
+#                      [--impls=caffeine,guava] [--commit=REV]
+#                      [flags for both, e.g. --n=100000]
 #
 # By default it configures and builds build-cache-release (release, NDEBUG,
 # no tests or examples) from this working tree; --use-build=DIR runs the
 # cache_workloads of an existing build tree. --repeat=N rounds (default 5).
+# The commit recorded is HEAD when it builds, "+dirty-lib" if lib/ differs
+# from HEAD then (other people's edits in a shared tree); with --use-build it
+# is HEAD at the start, unless --commit=REV says what that tree was built
+# from.
 # The C5 trace is written once to $C5_TRACE (default
 # /tmp/timingwheel-c5-trace.bin, 80 MB) by cache_workloads and replayed by
 # both sides. Java needs default-jdk-headless, libcaffeine-java and
@@ -26,6 +31,7 @@ repeat=5
 java=1
 ours=1
 impls="caffeine,guava"
+commit=""
 args=()
 for a in "$@"; do
   case "$a" in
@@ -34,9 +40,19 @@ for a in "$@"; do
     --no-java) java=0 ;;
     --no-ours) ours=0 ;;
     --impls=*) impls="${a#--impls=}" ;;
+    --commit=*) commit="${a#--commit=}" ;;
     *) args+=("$a") ;;
   esac
 done
+
+head_commit() {
+  local c
+  c="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  if ! git -C "$root" diff --quiet HEAD -- lib 2>/dev/null; then
+    c="$c+dirty-lib"
+  fi
+  echo "$c"
+}
 
 bin=""
 if ((ours)); then
@@ -51,6 +67,7 @@ if ((ours)); then
           --buildtype=release -Db_ndebug=true -Dtests=disabled \
           -Dexamples=disabled
       fi
+      [[ -n "$commit" ]] || commit="$(head_commit)"
       ninja -C "$builddir" -j1 bench/cache_workloads
     fi
     bin="$builddir/bench/cache_workloads"
@@ -61,10 +78,7 @@ results="$here/results"
 mkdir -p "$results"
 date="$(date -u +%Y-%m-%dT%H%M%SZ)"
 out="$results/$date-cache.jsonl"
-commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if ! git -C "$root" diff --quiet HEAD -- lib 2>/dev/null; then
-  commit="$commit+dirty-lib"
-fi
+[[ -n "$commit" ]] || commit="$(head_commit)"
 
 trace="${C5_TRACE:-/tmp/timingwheel-c5-trace.bin}"
 if ((ours)); then

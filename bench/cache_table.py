@@ -187,6 +187,21 @@ def main():
         print(line)
 
     notes = []
+    # The runs interleave, so the k-th line of a workload for ours and the
+    # k-th for Caffeine ran back to back: compare them pairwise.
+    for w, label in (("C1", "C1"), ("C2", "C2"), ("C5", "C5 replay rate")):
+        ours_r = v(w, "timingwheel", "ops_per_s")
+        caf_r = v(w, "caffeine", "ops_per_s")
+        pairs = list(zip(ours_r, caf_r))
+        if pairs:
+            ratios = sorted(o / c for o, c in pairs if c)
+            ahead = sum(1 for o, c in pairs if o >= c)
+            notes.append(
+                "%s, paired by round (ours, then Caffeine right after): ours "
+                "ahead in %d of %d rounds; ours / Caffeine median %.2fx "
+                "[%.2f-%.2f]." % (label, ahead, len(pairs),
+                                   statistics.median(ratios), ratios[0],
+                                   ratios[-1]))
     after = v("C4", "caffeine", "notified_after_one_call") + v(
         "C4", "guava", "notified_after_one_call")
     if after:
