@@ -435,6 +435,24 @@ TEST(CacheC5, TheMostRecentlyHitIsNeverEvicted) {
   }
 }
 
+// The policy alone would evict "b" (seen twice) rather than "a" (seen six
+// times), but "b" is the most recently hit: "a" goes instead.
+TEST(CacheC5, TheMostRecentlyHitIsKeptEvenAgainstThePolicy) {
+  CacheOptions o = Ttl(absl::InfiniteDuration());
+  o.max_entries = 2;
+  Fixture f(o);
+  ASSERT_TRUE(f.cache->Set("a", 1).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(f.cache->Get("a"), 1);
+  ASSERT_TRUE(f.cache->Set("b", 2).ok());
+  ASSERT_EQ(f.cache->Get("b"), 2);
+  ASSERT_TRUE(f.cache->Set("c", 3).ok());
+  std::vector<Removal> calls = f.recorder.Take();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (Removal{"a", 1, RemovalCause::kSize, {}}));
+  EXPECT_EQ(f.cache->Get("b"), 2);
+  EXPECT_EQ(f.cache->Get("c"), 3);
+}
+
 TEST(CacheC5, ShardedSharesSumToMaxEntries) {
   // Large enough to be split over several shards.
   CacheOptions o = Ttl(absl::InfiniteDuration());
