@@ -579,6 +579,7 @@ class Cache {
             continue;
           }
           Unfile(s, i);
+          if (n.deadline == kNever) continue;  // slid beyond ~73 years
           // Never back into this bucket, whatever the clocks say.
           auto b = BucketFor(s, std::max(TickOf(n.deadline), tick + 1), now);
           if (b.ok()) {
