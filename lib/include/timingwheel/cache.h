@@ -7,10 +7,10 @@
 // value that leaves, exactly once, outside every lock. See docs/cache.md for
 // the design and its costs.
 //
-//   auto cache = timingwheel::Cache<std::string,
-//   std::shared_ptr<User>>::Create(
-//       {.ttl = absl::Minutes(5), .max_entries = 100000,
-//        .wheel = {.interval = absl::Milliseconds(100)}});
+//   using UserCache = timingwheel::Cache<std::string, std::shared_ptr<User>>;
+//   auto cache = UserCache::Create({.ttl = absl::Minutes(5),
+//                                   .max_entries = 100000,
+//                                   .wheel = {.interval = absl::Seconds(1)}});
 //   (*cache)->Set("alice", user).IgnoreError();
 //   std::optional<std::shared_ptr<User>> u = (*cache)->Get("alice");
 //   absl::StatusOr<std::shared_ptr<User>> v =
@@ -98,8 +98,9 @@ class Cache {
 
   // Validates options and starts the cache's wheel. Errors: InvalidArgument
   // for ttl <= 0, and whatever TimingWheel::Create returns for
-  // options.wheel. Cost: the wheel's threads and slots, and 64 shards of a
-  // few hundred bytes each.
+  // options.wheel. Cost: the wheel's threads and slots, up to 64 shards of
+  // a few hundred bytes each and, when bounded, frequency sketches of 8 to
+  // 16 bytes per max_entries.
   static absl::StatusOr<std::unique_ptr<Cache>> Create(
       CacheOptions options, RemovalListener on_removal = nullptr) {
     if (options.ttl <= absl::ZeroDuration()) {
@@ -204,9 +205,9 @@ class Cache {
   // at the same time; each gets its result. An OK result is stored with
   // options.ttl; an error is returned to every waiter and not stored; an
   // exception from load becomes Internal for every waiter. No lock is held
-  // while load runs, so it may call the cache. InvalidArgument for an empty
-  // load. Cost: a hit costs as Get; a miss adds a flight record (one
-  // allocation) and a Set.
+  // while load runs, so it may call the cache, on other keys (asking for its
+  // own key would wait for itself). InvalidArgument for an empty load. Cost: a
+  // hit costs as Get; a miss adds a flight record (one allocation) and a Set.
   absl::StatusOr<V> GetOrLoad(const K& key, const Loader& load) {
     if (!load) return absl::InvalidArgumentError("load is empty");
     const Hashed h = HashOf(key);
@@ -399,8 +400,8 @@ class Cache {
       return internal::kCacheNil;
     }
     auto& n = s.pool.at(i);
-    // Sliding costs no wheel command: the timer, when it fires, sees the
-    // later deadline and re-arms itself for the time left.
+    // Sliding costs no wheel command and no relink: when the entry's bucket
+    // fires, it sees the later deadline and moves the entry on.
     if (options_.sliding && n.deadline != kNever) {
       n.deadline = Deadline(now, n.ttl());
     }
