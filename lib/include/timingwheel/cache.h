@@ -113,7 +113,13 @@ class Cache {
       return absl::ResourceExhaustedError("out of memory creating the cache");
     }
     Cache* self = cache.get();
-    auto wheel = Wheel::Create(options.wheel,
+    // The cache's wheel is never refused for room: a refused re-file of a
+    // slid entry (in OnBucket) would have to expire it early or lose its
+    // timer. Its commands are one per new bucket, so the queue stays short
+    // without a bound.
+    Options wheel_options = options.wheel;
+    wheel_options.max_pending = 0;
+    auto wheel = Wheel::Create(wheel_options,
                                [self](BucketKey bucket, std::uint32_t shard) {
                                  self->OnBucket(bucket.first, shard);
                                });
@@ -583,12 +589,10 @@ class Cache {
           if (n.deadline == kNever) continue;  // slid beyond ~73 years
           // Never back into this bucket, whatever the clocks say.
           auto b = BucketFor(s, std::max(TickOf(n.deadline), tick + 1), now);
-          if (b.ok()) {
-            File(s, i, *b);
-          } else {  // only when a bounded wheel queue is full
-            RemoveLocked(s, i, HashOf(n.key()).tag, RemovalCause::kExpired,
-                         removals);
-          }
+          // Refused only once the wheel is stopping, i.e. the cache is being
+          // destroyed: the entry then stays unfiled and is destroyed with the
+          // cache, without a listener call (C7), never expired early.
+          if (b.ok()) File(s, i, *b);
         }
       }
       Notify(removals);
