@@ -55,7 +55,7 @@ using support::Rng;
 // ---------------------------------------------------------------- flags --
 
 struct Flags {
-  std::set<std::string> only;  // empty: all
+  support::Selection only;     // --only
   std::int64_t n = 1000000;    // entries of C1, C2, C3
   std::int64_t c4_n = 100000;  // entries of C4
   std::int64_t c5_capacity = 100000;
@@ -72,9 +72,7 @@ struct Flags {
   bool c3_child = false;  // internal: the fresh process of C3
 };
 
-bool Wanted(const Flags& f, const std::string& w) {
-  return f.only.empty() || f.only.count(w) != 0;
-}
+bool Wanted(const Flags& f, const std::string& w) { return f.only.Wanted(w); }
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
@@ -99,12 +97,7 @@ Flags ParseFlags(int argc, char** argv) {
   flags.Add("prefault_mb", &f.prefault_mb, "heap faulted in up front");
   flags.Add("c3_child", &f.c3_child, "internal: C3's fresh process");
   flags.Parse(argc, argv);
-  std::stringstream ss(only);
-  std::string w;
-  while (std::getline(ss, w, ',')) {
-    for (char& c : w) c = static_cast<char>(std::tolower(c));
-    if (!w.empty()) f.only.insert(w);
-  }
+  f.only.Parse(only);
   f.n = std::max<std::int64_t>(1, f.n);
   f.c4_n = std::max<std::int64_t>(1, f.c4_n);
   f.c5_capacity = std::max<std::int64_t>(1, f.c5_capacity);
@@ -118,25 +111,6 @@ Flags ParseFlags(int argc, char** argv) {
 }
 
 // ------------------------------------------------------------ utilities --
-
-// As bench/workloads.cc: 1 GiB of heap faulted in up front and kept, so that
-// filling a fresh cache does not measure first-touch page faults of this VM
-// (~10 us a page); the JVM peers run with a pre-touched heap likewise.
-void Prefault(std::int64_t mb) {
-  if (mb <= 0) return;
-  constexpr std::size_t kPiece = std::size_t{32} << 20;
-  mallopt(M_ARENA_MAX, 1);
-  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kPiece));
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  std::vector<char*> pieces;
-  for (std::int64_t done = 0; done < mb; done += 31) {
-    char* p = static_cast<char*>(std::malloc(kPiece - 4096));
-    if (p == nullptr) break;
-    for (std::size_t i = 0; i < kPiece - 4096; i += 4096) p[i] = 1;
-    pieces.push_back(p);
-  }
-  for (char* p : pieces) std::free(p);
-}
 
 // support::Rng and support::Mix are the generator; CacheBench.java has the
 // same two functions, so both sides draw the same sequences from the same
@@ -709,7 +683,9 @@ int main(int argc, char** argv) {
                 flags.write_trace.c_str(), trace.size(), TraceChecksum(trace));
     return 0;
   }
-  Prefault(flags.prefault_mb);
+  // As bench/workloads.cc (see support/memory.h); the JVM peers run with a
+  // pre-touched heap likewise.
+  support::PrefaultHeap(flags.prefault_mb);
   const Context ctx = MakeContext(flags);
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -59,7 +59,7 @@ using support::ThreadCpuSeconds;
 // ---------------------------------------------------------------- flags --
 
 struct Config {
-  std::set<std::string> only;  // empty: all
+  support::Selection only;  // --only
   std::int64_t n = 1000000;
   double seconds = 5;  // W6 and W7 measurement windows
   bool json_only = false;
@@ -69,9 +69,7 @@ struct Config {
   bool w4_burst = false;            // internal: W4 child submits without pacing
 };
 
-bool Wanted(const Config& c, const std::string& w) {
-  return c.only.empty() || c.only.count(w) != 0;
-}
+bool Wanted(const Config& c, const std::string& w) { return c.only.Wanted(w); }
 
 Config ParseFlags(int argc, char** argv) {
   Config c;
@@ -89,9 +87,7 @@ Config ParseFlags(int argc, char** argv) {
   flags.Add("w4_child", &c.w4_child, "internal: W4's fresh process");
   flags.Add("w4_burst", &c.w4_burst, "internal: W4's child submits at once");
   flags.Parse(argc, argv);
-  for (absl::string_view w : absl::StrSplit(only, ',', absl::SkipEmpty())) {
-    c.only.insert(absl::AsciiStrToLower(w));
-  }
+  c.only.Parse(only);
   c.n = std::max<std::int64_t>(1, c.n);
   c.seconds = std::max(0.1, c.seconds);
   c.prefault_mb = std::max<std::int64_t>(0, c.prefault_mb);

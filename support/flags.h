@@ -9,14 +9,17 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
 namespace support {
@@ -131,6 +134,25 @@ class Flags {
 
   std::string summary_;
   std::vector<Flag> flags_;
+};
+
+// What an --only=a,b flag selects: every name when the list is empty.
+// Names compare without case.
+class Selection {
+ public:
+  // Takes a comma-separated list; empty items are skipped.
+  void Parse(absl::string_view list) {
+    for (absl::string_view name :
+         absl::StrSplit(list, ',', absl::SkipEmpty())) {
+      names_.insert(absl::AsciiStrToLower(name));
+    }
+  }
+  bool Wanted(absl::string_view name) const {
+    return names_.empty() || names_.count(absl::AsciiStrToLower(name)) != 0;
+  }
+
+ private:
+  std::set<std::string> names_;
 };
 
 }  // namespace support
