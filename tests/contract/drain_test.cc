@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/concurrency_barrier.h"
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -36,6 +37,8 @@ namespace timingwheel {
 namespace {
 
 using ::absl::StatusCode;
+using ::timingwheel::testing::ConcurrencyBarrier;
+using ::timingwheel::testing::ThreadToken;
 using IntWheel = TimingWheel<int, int>;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -43,8 +46,6 @@ constexpr absl::Duration kInterval = absl::Milliseconds(10);
 // Far beyond any tick these tests run: nothing fires, everything stays
 // until a Drain or Stop takes it.
 constexpr absl::Duration kFar = absl::Hours(1);
-// How long a barrier waits for the expected concurrency before giving up.
-constexpr auto kBarrierTimeout = std::chrono::seconds(10);
 
 // A wheel on its own ManualTicker, whose execute callback only counts.
 struct ManualIntWheel {
@@ -63,66 +64,6 @@ struct ManualIntWheel {
   std::shared_ptr<ManualTicker> ticker = std::make_shared<ManualTicker>();
   std::atomic<int> fired{0};
   std::unique_ptr<IntWheel> wheel;  // last: destroyed first
-};
-
-// A number unique to the calling thread for the life of the process. Unlike
-// std::thread::id (a pthread_t, whose value a new thread may reuse once an
-// old one is joined), a new thread never gets an old thread's token.
-int ThreadToken() {
-  static std::atomic<int> next{1};
-  thread_local const int token = next.fetch_add(1);
-  return token;
-}
-
-// Fns call Enter(): it returns once `target` fns have been inside at the same
-// time (at once for every later fn), or when the shared deadline passes. It
-// records the largest number of fns inside at once, and which threads came.
-class ConcurrencyBarrier {
- public:
-  explicit ConcurrencyBarrier(int target)
-      : target_(target), deadline_(SteadyClock::now() + kBarrierTimeout) {}
-
-  void Enter() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++inside_;
-    max_inside_ = std::max(max_inside_, inside_);
-    thread_ids_.insert(std::this_thread::get_id());
-    tokens_.insert(ThreadToken());
-    if (inside_ >= target_) {
-      reached_ = true;
-      cv_.notify_all();
-    }
-    cv_.wait_until(lock, deadline_, [this] { return reached_; });
-    --inside_;
-  }
-
-  bool reached() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return reached_;
-  }
-  int max_inside() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return max_inside_;
-  }
-  std::set<std::thread::id> thread_ids() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return thread_ids_;
-  }
-  std::set<int> tokens() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return tokens_;
-  }
-
- private:
-  const int target_;
-  const SteadyClock::time_point deadline_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int inside_ = 0;
-  int max_inside_ = 0;
-  bool reached_ = false;
-  std::set<std::thread::id> thread_ids_;
-  std::set<int> tokens_;
 };
 
 // Per-key delivery counts for keys 0..n-1; bad() counts deliveries of an

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/concurrency_barrier.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -36,6 +37,7 @@ namespace timingwheel {
 namespace {
 
 using ::absl::StatusCode;
+using ::timingwheel::testing::ConcurrencyBarrier;
 
 constexpr absl::Duration kHangGuard = absl::Seconds(20);
 
@@ -607,44 +609,6 @@ TEST(Stress, ThrowingBlockingAndRearmingCallbacks) {
             static_cast<std::uint64_t>(thrown.load()));
 }
 
-// Callbacks of the burst in FourExecuteWorkers wait here until four of them
-// are running at once (a 10 s deadline is only a safety net); it records the
-// most that ever ran at once.
-class BurstBarrier {
- public:
-  explicit BurstBarrier(int target)
-      : target_(target),
-        deadline_(std::chrono::steady_clock::now() + std::chrono::seconds(10)) {
-  }
-  void Enter() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++inside_;
-    max_inside_ = std::max(max_inside_, inside_);
-    if (inside_ >= target_) {
-      reached_ = true;
-      cv_.notify_all();
-    }
-    cv_.wait_until(lock, deadline_, [this] { return reached_; });
-    --inside_;
-  }
-  bool reached() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return reached_;
-  }
-  int max_inside() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return max_inside_;
-  }
-
- private:
-  const int target_;
-  const std::chrono::steady_clock::time_point deadline_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int inside_ = 0, max_inside_ = 0;
-  bool reached_ = false;
-};
-
 // docs/api.md S6 and S10 with execute_workers = 4: a burst of 64 timers due
 // together, whose callbacks hold their workers until all four run at once
 // (so four callbacks provably run concurrently, never more), while the
@@ -655,7 +619,8 @@ TEST(Stress, FourExecuteWorkers) {
   constexpr int kWorkers = 4;
   constexpr int kBurst = 64;
   const int burst_base = kProducers * kKeysPerProducer;
-  BurstBarrier barrier(kWorkers);
+  // Callbacks of the burst wait in it until four run at once.
+  ConcurrencyBarrier barrier(kWorkers);
   Harness h(burst_base + kBurst, StressOptions(kWorkers),
             [&](Harness&, int key, std::uint64_t id) {
               if (key >= burst_base) {
