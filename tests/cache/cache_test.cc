@@ -1,4 +1,4 @@
-// api.md's Cache rules C1-C8 and its errors, one test (or a few) per rule.
+// docs/api.md's Cache rules C1-C8 and its errors, one test (or a few) per rule.
 // Time is a ManualTicker's: outcomes are decided by tick counts, never by
 // sleeps. Where threads meet (C6), the hand-offs are std::mutex and the
 // cache's own counters, so no test depends on timing.
@@ -361,6 +361,36 @@ TEST(CacheC4, EveryHitRestartsTheTtl) {
   EXPECT_FALSE(f.cache->Get("k").has_value());
   f.ticker->Tick(10);
   EXPECT_TRUE(f.recorder.Take().empty());
+}
+
+// A bounded queue on the cache's wheel must not make a slid entry expire
+// early: the re-files of a due bucket are wheel commands sent from a wheel
+// callback, while a ManualTicker's tick waits for that callback, so a bound
+// of 1 would refuse all but the first (docs/cache.md: the cache's wheel is
+// never refused for room).
+TEST(CacheC4, SlidEntriesNeverExpireEarlyWithABoundedWheelQueue) {
+  CacheOptions o = Ttl(4 * kInterval);
+  o.sliding = true;
+  o.wheel.max_pending = 1;
+  Fixture f(o);
+  constexpr int kKeys = 500;  // over every shard
+  for (int k = 0; k < kKeys; ++k) {
+    ASSERT_TRUE(f.cache->Set(std::to_string(k), k).ok()) << k;
+  }
+  f.ticker->Tick(2);
+  for (int k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(f.cache->Get(std::to_string(k)), k);  // now due at tick 6
+  }
+  f.ticker->Tick(2);  // tick 4: every bucket re-files its slid entries
+  EXPECT_TRUE(f.recorder.Take().empty());
+  for (int k = 0; k < kKeys; ++k) {
+    EXPECT_EQ(f.cache->Get(std::to_string(k)), k);  // now due at tick 8
+  }
+  f.ticker->Tick(3);
+  EXPECT_TRUE(f.recorder.Take().empty());
+  f.ticker->Tick();  // tick 8
+  EXPECT_EQ(f.recorder.Take().size(), static_cast<std::size_t>(kKeys));
+  EXPECT_EQ(f.cache->size(), 0u);
 }
 
 TEST(CacheC4, SlidesByTheTtlTheEntryWasSetWith) {
