@@ -6,7 +6,9 @@
 #      --wrap-mode=nodownload and runs it (and checks that the subproject
 #      built only the library, none of our tests/examples/benchmarks);
 #   2. installed: `meson install --destdir` of this repository into a temp
-#      dir, then compiles the same main.cc with `pkg-config timingwheel`.
+#      dir, then compiles the same main.cc with `pkg-config timingwheel`;
+#   3. with clang++ too, where installed: clang_check.cc (non-trivial key and
+#      value types, the cache) against that installed copy.
 # Usage: run_consumer.sh [REPO_ROOT]   (default: two levels up from here)
 set -euo pipefail
 
@@ -72,5 +74,16 @@ echo "pkg-config timingwheel: ${flags[*]}"
 "${CXX:-c++}" -o "$tmp/consumer-pc" "$here/project/main.cc" "${flags[@]}" \
   -Wl,-rpath,"$(dirname "$lib")" || fail "compile against pkg-config timingwheel"
 check_output "pkg-config" "$tmp/consumer-pc"
+
+# Part 3: the other compiler. Debian's clang (14) builds against the same
+# installed copy and libstdc++, so a header that only g++ accepts shows here.
+if command -v clang++ >/dev/null; then
+  echo "== clang++ against the installed copy"
+  clang++ -std=c++20 -o "$tmp/clang-check" "$here/clang_check.cc" "${flags[@]}" \
+    -Wl,-rpath,"$(dirname "$lib")" || fail "compile with clang++"
+  "$tmp/clang-check" || fail "clang-check exited with $?"
+else
+  echo "== no clang++: the other-compiler check is skipped"
+fi
 
 echo "run_consumer: OK"
