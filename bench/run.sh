@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmark suite and stores its results:
-#   bench/results/<date>.jsonl       W1-W7 (bench/workloads --json)
+#   bench/results/<date>.jsonl       W1-W9 (bench/workloads --json)
 #   bench/results/<date>-micro.json  the Wheel micro-benchmarks (Google
 #                                    Benchmark JSON)
 #   bench/results/chart.svg          ours vs the peers (bench/chart.py)

@@ -69,7 +69,7 @@ def main():
     first = results[0] if results else {}
     m = first.get("machine", {})
     runs = max(len([r for r in results if r.get("workload") == w])
-               for w in ("W4", "W6", "W7")) if results else 0
+               for w in ("W4", "W6", "W7", "W8", "W9")) if results else 0
     loads = sorted(r["load1"] for r in results if "load1" in r)
     print("Results: `%s` (%s, %s cores, %s, commit %s, n=%s; median of %s "
           "runs, min-max in brackets; load1 %s-%s)\n" % (
@@ -132,6 +132,35 @@ def main():
                   w5b["wall_seconds"], fmt(w5b["late_ms_p50"], "ms"),
                   fmt(w5b["late_ms_p99"], "ms"), fmt(w5b["late_ms_max"], "ms"),
                   w5b["early"], w5b["fired_twice"]))
+
+    # W8 and W9 have sizes of their own (--w8_n, --w9_n), not the header's n.
+    w8 = benchdata.median_run(results, {"workload": "W8"}, "cpu_us_per_fired")
+    if w8:
+        print("\nW8 details (%d timers, log-uniform 10 ms-24 h, 1 ms wheel): "
+              "%s applied; %s RSS per timer (%s per timer still pending); "
+              "in the %.0f s after the last was applied %d fired (%d before): "
+              "%s process CPU each, of which the loop thread %s; lateness "
+              "p50 %s, p99 %s, max %s; early %s, twice %s." % (
+                  w8["n"], fmt(w8["ops_per_s"] / 1e6, "M/s"),
+                  fmt(w8["rss_bytes_per_timer"], "B"),
+                  fmt(w8["rss_bytes_per_pending"], "B"),
+                  w8["window_seconds"], w8["fired"],
+                  w8["fired_before_window"],
+                  fmt(w8["cpu_us_per_fired"], "us"),
+                  fmt(w8["loop_cpu_us_per_fired"], "us"),
+                  fmt(w8["late_ms_p50"], "ms"), fmt(w8["late_ms_p99"], "ms"),
+                  fmt(w8["late_ms_max"], "ms"), w8["early"],
+                  w8["fired_twice"]))
+    w9 = benchdata.median_run(results, {"workload": "W9"}, "retained")
+    if w9:
+        print("\nW9 details (%d timers set and removed in chunks of %d, fresh "
+              "process): RSS before %s, at the peak %s, after %s idle and "
+              "malloc_trim %s (%s before the trim): retained %s." % (
+                  w9["n"], w9["chunk"], fmt(w9["rss_before_mib"], "MiB"),
+                  fmt(w9["rss_peak_mib"], "MiB"),
+                  fmt(w9["idle_seconds"], "s"),
+                  fmt(w9["rss_after_mib"], "MiB"),
+                  fmt(w9["rss_idle_mib"], "MiB"), fmt(w9["retained"])))
 
     if args.micro and os.path.exists(args.micro):
         micro, ctx = benchdata.load_micro(args.micro)

@@ -1,10 +1,11 @@
-// Runs the workloads W1-W7 of docs/peers.md against the public API of
+// Runs the workloads W1-W9 of docs/peers.md against the public API of
 // timingwheel (keys and values uint64_t) and prints one JSON line per result,
 // with the parameters used, the machine and the date, so that results files
 // from different days and machines can be compared and charted.
 //
-//   workloads [--only=w1,w5,drain] [--n=1000000] [--seconds=5] [--json]
-//             [--commit=<git rev>]
+//   workloads [--only=w1,w5,w8,drain] [--n=1000000] [--seconds=5] [--json]
+//             [--w8_n=4000000] [--w8_seconds=10] [--w9_n=5000000]
+//             [--w9_chunk=100000] [--w9_idle_seconds=10] [--commit=<git rev>]
 //
 // Default output: human-readable lines starting with "# " plus the JSON
 // lines; --json prints the JSON lines only (what bench/run.sh stores).
@@ -12,6 +13,7 @@
 // Throughput figures are "applied": the clock stops when the loop has applied
 // the last command, not when the last call returned. See WaitApplied.
 #include <dirent.h>
+#include <malloc.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -62,11 +65,21 @@ struct Config {
   support::Selection only;  // --only
   std::int64_t n = 1000000;
   double seconds = 5;  // W6 and W7 measurement windows
+  // W8 and W9 have sizes and windows of their own: peers.md sets them apart
+  // from W1-W7's 1M, and --n=100000 for a quick look at W1-W7 should not
+  // shrink them unasked.
+  std::int64_t w8_n = 4000000;
+  double w8_seconds = 10;  // W8's window after the filling
+  std::int64_t w9_n = 5000000;
+  std::int64_t w9_chunk = 100000;
+  double w9_idle_seconds = 10;
   bool json_only = false;
   std::string commit;
   std::int64_t prefault_mb = 1024;  // see main; 0 = off
   bool w4_child = false;            // internal: the fresh process of W4
   bool w4_burst = false;            // internal: W4 child submits without pacing
+  bool w8_child = false;            // internal: W8's fresh process (its RSS)
+  bool w9_child = false;            // internal: the fresh process of W9
 };
 
 bool Wanted(const Config& c, const std::string& w) { return c.only.Wanted(w); }
@@ -75,21 +88,35 @@ Config ParseFlags(int argc, char** argv) {
   Config c;
   std::string only;
   support::Flags flags(
-      "Runs the workloads W1-W7 of docs/peers.md and prints one JSON line per "
+      "Runs the workloads W1-W9 of docs/peers.md and prints one JSON line per "
       "result.");
-  flags.Add("only", &only, "comma-separated workloads to run (w1,...,w7)");
-  flags.Add("n", &c.n, "timers per workload");
+  flags.Add("only", &only,
+            "comma-separated workloads to run (w1,...,w9,drain; all)");
+  flags.Add("n", &c.n, "timers per workload W1-W7 and drain");
   flags.Add("seconds", &c.seconds, "W6 and W7 measurement window in seconds");
+  flags.Add("w8_n", &c.w8_n, "W8 timers");
+  flags.Add("w8_seconds", &c.w8_seconds, "W8 window after the filling");
+  flags.Add("w9_n", &c.w9_n, "W9 timers at the peak");
+  flags.Add("w9_chunk", &c.w9_chunk, "W9 commands applied at a time");
+  flags.Add("w9_idle_seconds", &c.w9_idle_seconds,
+            "W9 idle time before malloc_trim");
   flags.Add("prefault_mb", &c.prefault_mb,
             "MiB of heap to fault in before measuring; 0 = off");
   flags.Add("json", &c.json_only, "print the JSON lines only");
   flags.Add("commit", &c.commit, "git revision to record in the results");
   flags.Add("w4_child", &c.w4_child, "internal: W4's fresh process");
   flags.Add("w4_burst", &c.w4_burst, "internal: W4's child submits at once");
+  flags.Add("w8_child", &c.w8_child, "internal: W8's fresh process");
+  flags.Add("w9_child", &c.w9_child, "internal: W9's fresh process");
   flags.Parse(argc, argv);
   c.only.Parse(only);
   c.n = std::max<std::int64_t>(1, c.n);
   c.seconds = std::max(0.1, c.seconds);
+  c.w8_n = std::max<std::int64_t>(1, c.w8_n);
+  c.w8_seconds = std::max(0.1, c.w8_seconds);
+  c.w9_n = std::max<std::int64_t>(1, c.w9_n);
+  c.w9_chunk = std::max<std::int64_t>(1, c.w9_chunk);
+  c.w9_idle_seconds = std::max(0.0, c.w9_idle_seconds);
   c.prefault_mb = std::max<std::int64_t>(0, c.prefault_mb);
   return c;
 }
@@ -219,8 +246,9 @@ ProducerRun RunProducers(int producers, Fn fn) {
 // The loop thread's CPU time between two ThreadCpuNs() snapshots: the
 // busiest thread that existed at `before` (so not a producer started
 // since), is not in `exclude` (our own threads), and is still alive. The
-// execute workers are idle in the workloads that use this (nothing fires),
-// so the busiest is the loop. Returns ns and sets *tid.
+// execute workers are idle in W1-W3 and W7 (nothing fires), and W8, where
+// they are not, puts them in `exclude`, so the busiest is the loop. Returns
+// ns and sets *tid.
 std::int64_t LoopCpuNs(const std::map<long, std::int64_t>& before,
                        const std::map<long, std::int64_t>& after,
                        const std::set<long>& exclude, long* tid) {
@@ -251,6 +279,26 @@ std::unique_ptr<TW> MakeWheel(absl::Duration interval, int slots,
     std::exit(1);
   }
   return *std::move(w);
+}
+
+// Runs this program again as a fresh process with `args` and returns the
+// `count` integers it prints, or nothing if it failed. The memory workloads
+// (W4, W8's RSS, W9) measure there: this process has faulted in its heap
+// (see main), so an RSS delta here says nothing about the wheel.
+std::vector<std::int64_t> RunFreshProcess(const char* self,
+                                          const std::string& args,
+                                          std::size_t count) {
+  const std::string cmd = std::string("'") + self + "' " + args;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::vector<std::int64_t> out;
+  if (p == nullptr) return out;
+  std::int64_t v = 0;
+  while (out.size() < count && std::fscanf(p, "%" SCNd64, &v) == 1) {
+    out.push_back(v);
+  }
+  pclose(p);
+  if (out.size() != count) out.clear();
+  return out;
 }
 
 // ------------------------------------------------------------ W1 W2 W3 --
@@ -354,27 +402,27 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
 
 // ------------------------------------------------------------------ W4 --
 
-// The fresh process: RSS before creating the wheel and after N timers are
-// applied. Keys and delays are generated on the fly so that no array of ours
-// adds to the delta. Paced (default): submits in chunks of 64 Ki and waits
-// for each to be applied, so the command queue never holds more than one
-// chunk and the delta is the wheel's own; burst: submits all at once, so the
-// delta also holds the queue blocks the backlog needed (moodycamel keeps
-// them for reuse).
-int RunW4Child(const Config& flags) {
-  const std::int64_t n = flags.n;
+// The fresh process of W4 and W8: prints RSS before creating a wheel of 512
+// slots ticking at `interval` and after n timers with delays next_delay()
+// are applied, and the timers pending then (W8's start firing at once).
+// Keys and delays are generated on the fly so that no array of ours adds to
+// the delta. Paced: submits in chunks of 64 Ki and waits for each to be
+// applied, so the command queue never holds more than one chunk and the
+// delta is the wheel's own; burst: submits all at once, so the delta also
+// holds the queue blocks the backlog needed (moodycamel keeps them for
+// reuse).
+template <typename NextDelay>
+int PrintFilledWheelRss(absl::Duration interval, std::int64_t n, bool burst,
+                        NextDelay next_delay) {
   const std::int64_t before = support::RssBytes();
-  auto wheel =
-      MakeWheel(absl::Seconds(1), 512, 1, [](std::uint64_t, std::uint64_t) {});
-  Rng rng(4);
+  auto wheel = MakeWheel(interval, 512, 1, [](std::uint64_t, std::uint64_t) {});
   constexpr std::int64_t kChunk = 1 << 16;
   for (std::int64_t i = 0; i < n; ++i) {
     wheel
         ->SetTimer(Mix(static_cast<std::uint64_t>(i)),
-                   static_cast<std::uint64_t>(i),
-                   absl::Milliseconds(rng.Between(10000, 600000)))
+                   static_cast<std::uint64_t>(i), next_delay())
         .IgnoreError();
-    if (!flags.w4_burst && (i + 1) % kChunk == 0) {
+    if (!burst && (i + 1) % kChunk == 0) {
       WaitApplied(*wheel, static_cast<std::uint64_t>(i + 1));
     }
   }
@@ -387,19 +435,22 @@ int RunW4Child(const Config& flags) {
   std::_Exit(0);
 }
 
+int RunW4Child(const Config& flags) {
+  Rng rng(4);
+  return PrintFilledWheelRss(absl::Seconds(1), flags.n, flags.w4_burst, [&] {
+    return absl::Milliseconds(rng.Between(10000, 600000));
+  });
+}
+
 void RunW4(const Context& ctx, const char* self) {
   const std::int64_t n = ctx.flags.n;
   auto child = [&](bool burst, std::int64_t* before, std::int64_t* after) {
-    const std::string cmd = std::string("'") + self +
-                            "' --w4_child --n=" + std::to_string(n) +
-                            (burst ? " --w4_burst" : "");
-    FILE* p = popen(cmd.c_str(), "r");
-    std::size_t pending = 0;
-    if (p == nullptr || std::fscanf(p, "%" SCNd64 " %" SCNd64 " %zu", before,
-                                    after, &pending) != 3) {
-      *before = *after = 0;
-    }
-    if (p != nullptr) pclose(p);
+    const std::vector<std::int64_t> rss = RunFreshProcess(
+        self,
+        "--w4_child --n=" + std::to_string(n) + (burst ? " --w4_burst" : ""),
+        3);
+    *before = rss.empty() ? 0 : rss[0];
+    *after = rss.empty() ? 0 : rss[1];
   };
   std::int64_t before = 0, after = 0, burst_before = 0, burst_after = 0;
   child(false, &before, &after);
@@ -440,65 +491,167 @@ void RunW4(const Context& ctx, const char* self) {
                                           std::uint64_t>::EntryBytes()));
 }
 
-// ------------------------------------------------------------------ W5 --
+// ----------------------------------------------------------- fire probe --
 
-// Interval 1 ms, 128 slots, N timers with delays uniform in [50, 150] ms,
-// submitted as fast as one thread can.
-//
-// The callback is the probe, so it must be light: at the peak the wheel
-// fires ~10,000 timers a millisecond, and a probe that wrote into arrays
-// indexed by key (two random cache misses, ~150 ns) kept one worker busier
-// than the wheel and measured itself. Each worker thread appends (key, time)
-// to a log of its own, reserved up front; counting, lateness and "fired
-// twice" are worked out from the logs after the run.
+// The execute callback of W5 and W8 is the probe, so it must be light: at
+// W5's peak the wheel fires ~10,000 timers a millisecond, and a probe that
+// wrote into arrays indexed by key (two random cache misses, ~150 ns) kept
+// one worker busier than the wheel and measured itself; W8 divides CPU time
+// by the timers fired, so a heavy probe would be charged to the wheel. Each
+// worker thread appends (id, time) to a log of its own, reserved up front;
+// counting, lateness and "fired twice" are worked out from the logs after
+// the run (AnalyseFirings).
 struct FireLog {
   std::vector<std::pair<std::uint64_t, std::int64_t>> records;
+  std::atomic<long> tid{0};  // the worker writing it (W8 tells its CPU apart)
   alignas(64) std::atomic<std::int64_t> size{0};  // published records
 };
 
+class FireRecorder {
+ public:
+  // One log per execute worker, with room for `capacity` records each.
+  FireRecorder(int workers, std::int64_t capacity) : run_(NextRun()) {
+    for (int w = 0; w < workers; ++w) {
+      logs_.push_back(std::make_unique<FireLog>());
+      // Resizing, not just reserving, faults the pages in now: a log of
+      // W8's size comes from mmap, not from the prefaulted heap, and its
+      // page faults would land in the window's CPU time.
+      logs_.back()->records.resize(capacity);
+      logs_.back()->records.clear();
+    }
+  }
+
+  // The callback's body: logs `id` (an index into the caller's deadlines)
+  // with the time now.
+  void Record(std::uint64_t id) {
+    const std::int64_t t = MonoNanos();
+    // Each worker thread claims a log the first time it runs a callback of
+    // this recorder. A run number tells recorders apart, not an address: a
+    // later one may live where an earlier one did.
+    thread_local int my_run = 0;
+    thread_local FireLog* mine = nullptr;
+    if (my_run != run_) {
+      my_run = run_;
+      mine = logs_[next_log_.fetch_add(1)].get();
+      mine->tid.store(Tid());
+    }
+    mine->records.emplace_back(id, t);
+    mine->size.store(static_cast<std::int64_t>(mine->records.size()),
+                     std::memory_order_release);
+  }
+
+  // Records published so far, by every worker.
+  std::int64_t Logged() const {
+    std::int64_t total = 0;
+    for (const auto& log : logs_) {
+      total += log->size.load(std::memory_order_acquire);
+    }
+    return total;
+  }
+
+  // The workers that have run a callback so far.
+  std::set<long> WorkerTids() const {
+    std::set<long> tids;
+    for (const auto& log : logs_) {
+      if (const long tid = log->tid.load(); tid != 0) tids.insert(tid);
+    }
+    return tids;
+  }
+
+  // Read the records only once the wheel is gone: workers append until then.
+  const std::vector<std::unique_ptr<FireLog>>& logs() const { return logs_; }
+
+ private:
+  static int NextRun() {
+    static std::atomic<int> runs{0};
+    return runs.fetch_add(1) + 1;
+  }
+
+  const int run_;
+  std::vector<std::unique_ptr<FireLog>> logs_;
+  std::atomic<int> next_log_{0};
+};
+
+// What the logs say about ids 0..n-1, n = deadline_ns.size(): callbacks up
+// to `to` (MonoNanos) are counted, and the ids whose first callback ran in
+// [from, to] are judged against their deadlines.
+struct Firings {
+  std::int64_t fired = 0;    // ids first called back in [from, to]
+  std::int64_t before = 0;   // ids first called back before `from`
+  std::int64_t never = 0;    // ids not called back by `to`
+  std::int64_t early = 0;    // of `fired`: before the deadline (must be 0)
+  std::int64_t twice = 0;    // callbacks of an id after its first (must be 0)
+  std::int64_t stray = 0;    // callbacks of ids never set
+  std::int64_t last_ns = 0;  // the latest first callback of `fired`
+  std::vector<std::int64_t> late_ns;  // of `fired`, callback - deadline, sorted
+
+  // The q-quantile of the lateness, in ms; NAN if nothing fired.
+  double LateMs(double q) const {
+    if (late_ns.empty()) return NAN;
+    const std::size_t i = std::min(
+        late_ns.size() - 1, static_cast<std::size_t>(q * (late_ns.size() - 1)));
+    return late_ns[i] / 1e6;
+  }
+  double MinLateMs() const { return LateMs(0); }
+  double MaxLateMs() const { return LateMs(1); }
+};
+
+Firings AnalyseFirings(const FireRecorder& recorder,
+                       const std::vector<std::int64_t>& deadline_ns,
+                       std::int64_t from, std::int64_t to) {
+  const std::uint64_t n = deadline_ns.size();
+  std::vector<std::int64_t> first_ns(n, 0);
+  std::vector<std::uint32_t> count(n, 0);
+  Firings f;
+  for (const auto& log : recorder.logs()) {
+    for (const auto& [id, t] : log->records) {
+      if (t > to) continue;
+      if (id >= n) {
+        ++f.stray;
+      } else {
+        if (count[id]++ != 0) ++f.twice;
+        // With more than one worker, an id's callbacks may sit in different
+        // logs, so its first is the earliest, not the first one read.
+        if (count[id] == 1 || t < first_ns[id]) first_ns[id] = t;
+      }
+    }
+  }
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (count[i] == 0) {
+      ++f.never;
+    } else if (first_ns[i] < from) {
+      ++f.before;
+    } else {
+      ++f.fired;
+      f.late_ns.push_back(first_ns[i] - deadline_ns[i]);
+      if (first_ns[i] < deadline_ns[i]) ++f.early;
+      f.last_ns = std::max(f.last_ns, first_ns[i]);
+    }
+  }
+  std::sort(f.late_ns.begin(), f.late_ns.end());
+  return f;
+}
+
+// ------------------------------------------------------------------ W5 --
+
+// Interval 1 ms, 128 slots, N timers with delays uniform in [50, 150] ms,
+// submitted as fast as one thread can; the fire probe above logs their
+// callbacks.
+//
 // presized: Options::expected_timers = N, so that the key index never grows
 // (a growth stops the loop ~5 ms at 786,432 timers; see options.h).
 void RunW5(const Context& ctx, int workers, bool presized) {
   const std::int64_t n = ctx.flags.n;
-  std::vector<std::int64_t> delay_ns(n), deadline_ns(n), fired_ns(n, 0);
-  std::vector<std::uint32_t> count(n, 0);
-  std::int64_t twice = 0, stray = 0;
+  std::vector<std::int64_t> delay_ns(n), deadline_ns(n);
   Rng rng(5);
   for (std::int64_t i = 0; i < n; ++i) {
     delay_ns[i] = rng.Between(50000000, 150000000);
   }
-  std::vector<std::unique_ptr<FireLog>> logs;
-  for (int w = 0; w < workers; ++w) {
-    logs.push_back(std::make_unique<FireLog>());
-    logs.back()->records.reserve(n);  // no reallocation while measuring
-  }
-  std::atomic<int> next_log{0};
-  static std::atomic<int> runs{0};
-  const int run = runs.fetch_add(1) + 1;
+  FireRecorder recorder(workers, n);
   auto wheel = MakeWheel(
       absl::Milliseconds(1), 128, workers,
-      [&, run](std::uint64_t key, std::uint64_t) {
-        const std::int64_t t = MonoNanos();
-        // Each worker thread claims a log the first time it
-        // runs a callback of this run.
-        thread_local int my_run = 0;
-        thread_local FireLog* mine = nullptr;
-        if (my_run != run) {
-          my_run = run;
-          mine = logs[next_log.fetch_add(1)].get();
-        }
-        mine->records.emplace_back(key, t);
-        mine->size.store(static_cast<std::int64_t>(mine->records.size()),
-                         std::memory_order_release);
-      },
+      [&recorder](std::uint64_t key, std::uint64_t) { recorder.Record(key); },
       presized ? n : 0);
-  auto logged = [&] {
-    std::int64_t total = 0;
-    for (const auto& log : logs) {
-      total += log->size.load(std::memory_order_acquire);
-    }
-    return total;
-  };
   // CPU per timer on each side: the producer (this thread) and the wheel's
   // own threads (loop and workers), to weigh against the 2 cores.
   const double process_cpu0 = ProcessCpuSeconds();
@@ -518,45 +671,18 @@ void RunW5(const Context& ctx, int workers, bool presized) {
   const double producer_cpu = ThreadCpuSeconds() - producer_cpu0;
   // Wait for every callback, or give up after a generous minute.
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(60);
-  while (logged() < n && Clock::now() < give_up) {
+  while (recorder.Logged() < n && Clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const std::int64_t ran = logged();
+  const std::int64_t ran = recorder.Logged();
   // Our waiting (1 ms sleeps) is noise next to the wheel's threads' work.
   const double wheel_cpu =
       ProcessCpuSeconds() - process_cpu0 - (ThreadCpuSeconds() - producer_cpu0);
   wheel.reset();  // joins the workers: the logs are ours now
-  for (const auto& log : logs) {
-    for (const auto& [key, t] : log->records) {
-      if (key >= static_cast<std::uint64_t>(n)) {
-        ++stray;
-      } else if (count[key]++ == 0) {
-        fired_ns[key] = t;
-      } else {
-        ++twice;
-      }
-    }
-  }
-  std::vector<std::int64_t> late;
-  late.reserve(n);
-  std::int64_t last = start, early = 0, never = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (count[i] == 0) {
-      ++never;
-      continue;
-    }
-    late.push_back(fired_ns[i] - deadline_ns[i]);
-    if (fired_ns[i] < deadline_ns[i]) ++early;
-    last = std::max(last, fired_ns[i]);
-  }
-  std::sort(late.begin(), late.end());
-  auto pct = [&](double q) -> double {
-    if (late.empty()) return NAN;
-    const std::size_t i = std::min(
-        late.size() - 1, static_cast<std::size_t>(q * (late.size() - 1)));
-    return late[i] / 1e6;
-  };
-  const double wall = (last - start) / 1e9;
+  const Firings f = AnalyseFirings(recorder, deadline_ns,
+                                   std::numeric_limits<std::int64_t>::min(),
+                                   std::numeric_limits<std::int64_t>::max());
+  const double wall = (std::max(start, f.last_ns) - start) / 1e9;
   Json j;
   j.Add("workload", "W5")
       .Add("name", "expire")
@@ -569,15 +695,15 @@ void RunW5(const Context& ctx, int workers, bool presized) {
       .Add("delay_ms_max", 150)
       .Add("submit_seconds", (submitted - start) / 1e9)
       .Add("wall_seconds", wall)
-      .Add("late_ms_p50", pct(0.5))
-      .Add("late_ms_p99", pct(0.99))
-      .Add("late_ms_max", late.empty() ? NAN : late.back() / 1e6)
-      .Add("late_ms_min", late.empty() ? NAN : late.front() / 1e6)
+      .Add("late_ms_p50", f.LateMs(0.5))
+      .Add("late_ms_p99", f.LateMs(0.99))
+      .Add("late_ms_max", f.MaxLateMs())
+      .Add("late_ms_min", f.MinLateMs())
       .Add("callbacks", ran)
-      .Add("early", early)
-      .Add("fired_twice", twice)
-      .Add("never_fired", never)
-      .Add("stray", stray)
+      .Add("early", f.early)
+      .Add("fired_twice", f.twice)
+      .Add("never_fired", f.never)
+      .Add("stray", f.stray)
       .Add("producer_cpu_ns_per_timer", producer_cpu * 1e9 / n)
       .Add("wheel_cpu_ns_per_timer", wheel_cpu * 1e9 / n);
   ctx.results.Print(
@@ -587,8 +713,8 @@ void RunW5(const Context& ctx, int workers, bool presized) {
              "took %.3f s); lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
              "early %" PRId64 ", twice %" PRId64 ", never %" PRId64,
              workers, presized ? ", index pre-sized" : "", ran, wall,
-             (submitted - start) / 1e9, pct(0.5), pct(0.99),
-             late.empty() ? NAN : late.back() / 1e6, early, twice, never));
+             (submitted - start) / 1e9, f.LateMs(0.5), f.LateMs(0.99),
+             f.MaxLateMs(), f.early, f.twice, f.never));
 }
 
 // ------------------------------------------------------------------ W6 --
@@ -775,6 +901,245 @@ void RunW7(const Context& ctx) {
              (proc_after - proc_before) / secs));
 }
 
+// ------------------------------------------------------------------ W8 --
+
+// A W8 delay: log-uniform in [10 ms, 24 h], as many timers in each decade
+// of delay, the way retries, heartbeats, session and cache timeouts mix in
+// one service. About 40% of them come due within 10 s.
+absl::Duration W8Delay(Rng& rng) {
+  constexpr double kMinNs = 10e6, kMaxNs = 86400e9;
+  const double u = static_cast<double>(rng.Next() >> 11) * 0x1p-53;  // [0, 1)
+  return absl::Nanoseconds(static_cast<std::int64_t>(
+      kMinNs * std::exp(u * std::log(kMaxNs / kMinNs))));
+}
+
+// W8's fresh process: RSS of a wheel filled the way RunW8 fills it.
+int RunW8Child(const Config& flags) {
+  Rng rng(8);
+  return PrintFilledWheelRss(absl::Milliseconds(1), flags.w8_n,
+                             /*burst=*/false, [&] { return W8Delay(rng); });
+}
+
+// W8 mixed: a 1 ms wheel of 512 slots filled from one producer with N
+// timers of W8Delay, then left alone for --w8_seconds while the early ones
+// come due. Reports the applied rate of the filling; RSS per timer of the
+// same filling in a fresh process (this one's heap is prefaulted, see main);
+// and, for the window, process CPU per timer fired in it (with the loop
+// thread's and the execute worker's shares apart), and the lateness, early
+// and twice counts of those timers. Keys are spread (Mix); the value is the
+// timer's index, which the probe logs.
+void RunW8(const Context& ctx, const char* self) {
+  const std::int64_t n = ctx.flags.w8_n;
+  const double window = ctx.flags.w8_seconds;
+  const std::vector<std::int64_t> rss =
+      RunFreshProcess(self, "--w8_child --w8_n=" + std::to_string(n), 3);
+  const std::int64_t rss_delta = rss.empty() ? 0 : rss[1] - rss[0];
+  const std::int64_t rss_pending = rss.empty() ? 0 : rss[2];
+
+  Rng rng(8);
+  std::vector<absl::Duration> delay(n);
+  for (absl::Duration& d : delay) d = W8Delay(rng);
+  // Zero-filled, not just sized: filling it in the timed loop would add
+  // page faults to the producer's time.
+  std::vector<std::int64_t> deadline_ns(n, 0);
+  FireRecorder recorder(1, n);
+  auto wheel = MakeWheel(
+      absl::Milliseconds(1), 512, 1,
+      [&recorder](std::uint64_t, std::uint64_t i) { recorder.Record(i); });
+
+  std::int64_t errors = 0;
+  const double producer_cpu0 = ThreadCpuSeconds();
+  const Clock::time_point start = Clock::now();
+  for (std::int64_t i = 0; i < n; ++i) {
+    // As in W5: the deadline from a time read before the call, so that
+    // "early" can only under-report lateness, never invent earliness.
+    deadline_ns[i] = MonoNanos() + absl::ToInt64Nanoseconds(delay[i]);
+    const auto id = static_cast<std::uint64_t>(i);
+    if (!wheel->SetTimer(Mix(id), id, delay[i]).ok()) ++errors;
+  }
+  const Clock::time_point submitted = Clock::now();
+  const double producer_cpu = ThreadCpuSeconds() - producer_cpu0;
+  const Clock::time_point applied =
+      WaitApplied(*wheel, static_cast<std::uint64_t>(n));
+  const double set_secs = Seconds(start, applied);
+  const std::size_t pending_at_window = wheel->stats().pending;
+
+  // The window. Per-thread CPU (ThreadCpuNs reads /proc, ~ms of our CPU) is
+  // sampled outside the process CPU readings, so it is not charged.
+  const std::uint64_t fired_stat0 = wheel->stats().fired;
+  const std::map<long, std::int64_t> threads_before = ThreadCpuNs();
+  const double cpu0 = ProcessCpuSeconds();
+  const std::int64_t from = MonoNanos();
+  std::this_thread::sleep_for(std::chrono::duration<double>(window));
+  const std::int64_t to = MonoNanos();
+  const double process_cpu = ProcessCpuSeconds() - cpu0;
+  const std::map<long, std::int64_t> threads_after = ThreadCpuNs();
+  const std::uint64_t fired_stat = wheel->stats().fired - fired_stat0;
+  const std::set<long> workers = recorder.WorkerTids();
+  std::int64_t worker_ns = 0;
+  for (long tid : workers) {
+    if (threads_after.count(tid) != 0 && threads_before.count(tid) != 0) {
+      worker_ns += threads_after.at(tid) - threads_before.at(tid);
+    }
+  }
+  std::set<long> not_loop = workers;
+  not_loop.insert(Tid());
+  long loop_tid = 0;
+  const std::int64_t loop_ns =
+      LoopCpuNs(threads_before, threads_after, not_loop, &loop_tid);
+  wheel.reset();  // joins the worker: the log is ours now
+
+  const Firings f = AnalyseFirings(recorder, deadline_ns, from, to);
+  const double secs = (to - from) / 1e9;
+  auto us_per_fired = [&](double cpu_seconds) {
+    return f.fired > 0 ? cpu_seconds * 1e6 / f.fired : NAN;
+  };
+  Json j;
+  j.Add("workload", "W8")
+      .Add("name", "mixed")
+      .Add("n", n)
+      .Add("interval_ms", 1)
+      .Add("slots", 512)
+      .Add("delay_ms_min", 10)
+      .Add("delay_ms_max", 86400000)
+      .Add("set_seconds", set_secs)
+      .Add("ops_per_s", static_cast<double>(n) / set_secs)
+      .Add("enqueue_ops_per_s", n / Seconds(start, submitted))
+      .Add("producer_cpu_ns_per_op", producer_cpu * 1e9 / n)
+      .Add("errors", errors)
+      .Add("rss_bytes_per_timer", static_cast<double>(rss_delta) / n)
+      .Add("rss_bytes_per_pending",
+           rss_pending > 0 ? static_cast<double>(rss_delta) / rss_pending : NAN)
+      .Add("rss_delta_bytes", rss_delta)
+      .Add("rss_pending", rss_pending)
+      .Add("pending_at_window", static_cast<std::uint64_t>(pending_at_window))
+      .Add("window_seconds", secs)
+      .Add("fired_before_window", f.before)
+      .Add("fired", f.fired)
+      .Add("fired_stat", fired_stat)
+      .Add("process_cpu_s", process_cpu)
+      .Add("loop_cpu_s", loop_ns / 1e9)
+      .Add("worker_cpu_s", worker_ns / 1e9)
+      .Add("cpu_us_per_fired", us_per_fired(process_cpu))
+      .Add("loop_cpu_us_per_fired", us_per_fired(loop_ns / 1e9))
+      .Add("process_cpu_s_per_s", process_cpu / secs)
+      .Add("loop_cpu_s_per_s", loop_ns / 1e9 / secs)
+      .Add("late_ms_p50", f.LateMs(0.5))
+      .Add("late_ms_p99", f.LateMs(0.99))
+      .Add("late_ms_max", f.MaxLateMs())
+      .Add("late_ms_min", f.MinLateMs())
+      .Add("early", f.early)
+      .Add("fired_twice", f.twice)
+      .Add("stray", f.stray);
+  ctx.results.Print(
+      j, absl::StrFormat(
+             "W8 mixed, %" PRId64
+             " timers over 10 ms-24 h: %.2f M/s applied; %.1f B RSS per timer "
+             "(fresh process); next %.1f s: %" PRId64
+             " fired, %.2f us process CPU per fired (loop %.2f us, tid %ld; "
+             "worker %.2f us), lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+             "early %" PRId64 ", twice %" PRId64,
+             n, n / set_secs / 1e6, static_cast<double>(rss_delta) / n, secs,
+             f.fired, us_per_fired(process_cpu), us_per_fired(loop_ns / 1e9),
+             loop_tid, us_per_fired(worker_ns / 1e9), f.LateMs(0.5),
+             f.LateMs(0.99), f.MaxLateMs(), f.early, f.twice));
+}
+
+// ------------------------------------------------------------------ W9 --
+
+// W9's fresh process: prints RSS before creating the wheel, at the peak of
+// N timers (1 s interval, 512 slots, delays 1 h: none fires), right after
+// removing them all, after --w9_idle_seconds idle, and after malloc_trim(0);
+// then the timers pending at the peak and at the end. The wheel stays alive
+// throughout: the question is what a running wheel gives back after a peak.
+int RunW9Child(const Config& flags) {
+  const std::int64_t n = flags.w9_n;
+  const std::int64_t before = support::RssBytes();
+  auto wheel =
+      MakeWheel(absl::Seconds(1), 512, 1, [](std::uint64_t, std::uint64_t) {});
+  // Commands in chunks, each applied before the next: the command queue
+  // never holds more than a chunk, so the peak is the wheel's own and not a
+  // backlog's. Keys in the same order both ways.
+  std::uint64_t submitted = 0;
+  auto in_chunks = [&](auto submit_one) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      submit_one(Mix(static_cast<std::uint64_t>(i)), i);
+      if (++submitted % flags.w9_chunk == 0 || i + 1 == n) {
+        WaitApplied(*wheel, submitted);
+      }
+    }
+  };
+  in_chunks([&](std::uint64_t key, std::int64_t i) {
+    wheel->SetTimer(key, static_cast<std::uint64_t>(i), absl::Hours(1))
+        .IgnoreError();
+  });
+  const std::int64_t peak = support::RssBytes();
+  const std::size_t pending_peak = wheel->stats().pending;
+  in_chunks([&](std::uint64_t key, std::int64_t) {
+    wheel->RemoveTimer(key).IgnoreError();
+  });
+  const std::int64_t removed = support::RssBytes();
+  std::this_thread::sleep_for(
+      std::chrono::duration<double>(flags.w9_idle_seconds));
+  const std::int64_t idle = support::RssBytes();
+  malloc_trim(0);
+  const std::int64_t after = support::RssBytes();
+  std::printf(
+      "%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %zu %zu\n",
+      before, peak, removed, idle, after, pending_peak, wheel->stats().pending);
+  std::fflush(stdout);
+  std::_Exit(0);  // as W4's child: the parent has what it needs
+}
+
+// W9 memory after a peak: retained = (RSS after - before) / (peak - before),
+// from W9's fresh process; 0 is everything given back, 1 nothing.
+void RunW9(const Context& ctx, const char* self) {
+  const Config& c = ctx.flags;
+  const std::vector<std::int64_t> r = RunFreshProcess(
+      self,
+      absl::StrFormat("--w9_child --w9_n=%d --w9_chunk=%d --w9_idle_seconds=%g",
+                      c.w9_n, c.w9_chunk, c.w9_idle_seconds),
+      7);
+  const std::int64_t before = r.empty() ? 0 : r[0];
+  const std::int64_t peak = r.empty() ? 0 : r[1];
+  auto retained = [&](std::int64_t rss) {
+    return peak > before ? static_cast<double>(rss - before) / (peak - before)
+                         : NAN;
+  };
+  auto mib = [](std::int64_t bytes) { return bytes / 1048576.0; };
+  const std::int64_t removed = r.empty() ? 0 : r[2];
+  const std::int64_t idle = r.empty() ? 0 : r[3];
+  const std::int64_t after = r.empty() ? 0 : r[4];
+  Json j;
+  j.Add("workload", "W9")
+      .Add("name", "memory after a peak")
+      .Add("n", c.w9_n)
+      .Add("chunk", c.w9_chunk)
+      .Add("interval_ms", 1000)
+      .Add("slots", 512)
+      .Add("delay_s", 3600)
+      .Add("idle_seconds", c.w9_idle_seconds)
+      .Add("retained", retained(after))
+      .Add("retained_before_trim", retained(idle))
+      .Add("rss_before_mib", mib(before))
+      .Add("rss_peak_mib", mib(peak))
+      .Add("rss_removed_mib", mib(removed))
+      .Add("rss_idle_mib", mib(idle))
+      .Add("rss_after_mib", mib(after))
+      .Add("rss_bytes_per_timer_peak",
+           static_cast<double>(peak - before) / c.w9_n)
+      .Add("pending_peak", r.empty() ? 0 : r[5])
+      .Add("pending_end", r.empty() ? 0 : r[6]);
+  ctx.results.Print(
+      j, absl::StrFormat(
+             "W9 memory after a peak of %" PRId64
+             " timers: retained %.3f after malloc_trim (%.3f after %g s "
+             "idle); RSS before %.1f MiB, peak %.1f, all removed %.1f, idle "
+             "%.1f, trimmed %.1f",
+             c.w9_n, retained(after), retained(idle), c.w9_idle_seconds,
+             mib(before), mib(peak), mib(removed), mib(idle), mib(after)));
+}
+
 // --------------------------------------------------------------- drain --
 
 // Drain: n timers present (1 s interval, delays of an hour, so nothing
@@ -840,8 +1205,10 @@ void RunDrain(const Context& ctx) {
 
 int main(int argc, char** argv) {
   const Config flags = ParseFlags(argc, argv);
-  // Not for W4's child: it measures the RSS a fresh process gains.
+  // Not for the children: they measure the RSS a fresh process gains.
   if (flags.w4_child) return RunW4Child(flags);
+  if (flags.w8_child) return RunW8Child(flags);
+  if (flags.w9_child) return RunW9Child(flags);
   // On the Firecracker VMs we measure on (nested virtualization, free-page
   // reporting of 8 MiB blocks) the first touch of a page costs ~10 us, and a
   // fresh wheel filled in W5 spent more time in page faults than in the
@@ -865,6 +1232,8 @@ int main(int argc, char** argv) {
   }
   if (Wanted(flags, "w6")) RunW6(ctx);
   if (Wanted(flags, "w7")) RunW7(ctx);
+  if (Wanted(flags, "w8")) RunW8(ctx, self);
+  if (Wanted(flags, "w9")) RunW9(ctx, self);
   if (Wanted(flags, "drain")) RunDrain(ctx);
   return 0;
 }
