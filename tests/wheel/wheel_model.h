@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -137,13 +138,17 @@ struct Op {
   std::uint32_t key = 0;
   // kSet/kMove: the deadline is `base + delta`, where base is now() unless
   // `absolute` (then base is 0, which lands in the past once time has moved).
-  // kAdvance: the target is now() + delta.
+  // kAdvance: the target is now() + delta, or delta if `absolute` (the
+  // decoder never makes those: they are for hand-written programs).
   std::uint64_t delta = 0;
   bool absolute = false;
 };
 
 struct Program {
   std::uint32_t num_slots = 1;
+  // Slots of each level above level 0: 2 or 4 make every few ticks a level
+  // boundary, so cascades happen all the time.
+  std::uint32_t level_slots = 64;
   SwitchableHash::Mode hash_mode = SwitchableHash::kGood;
   std::vector<Op> ops;
 };
@@ -198,6 +203,12 @@ inline std::uint64_t DecodeDelta(ByteReader& r, std::uint32_t num_slots) {
       return (b & 1) ? kMaxTick - (b & 15) : kNever - (b & 15);
     case 7:
     default:
+      if (b & 16) {
+        // Around a power of two: a level boundary, whatever the level sizes
+        // (1, 2 or 3 times 2^k, less 0 or 1).
+        const int shift = r.Byte() % 63;
+        return (std::uint64_t{1} << shift) * (1 + (b & 3) % 3) - ((b >> 2) & 1);
+      }
       return r.Bytes(1) * n + (b & 7);  // multiples of the rotation
   }
 }
@@ -209,7 +220,10 @@ inline Program Decode(const std::uint8_t* data, std::size_t size,
   const std::uint8_t header = r.Byte();
   p.num_slots = (header & 15) + 1;
   if (header & 0x80) p.num_slots = 1 + r.Byte() * 4;  // up to 1021 slots
-  p.hash_mode = static_cast<SwitchableHash::Mode>(((header >> 4) & 7) % 3);
+  const int mode = (header >> 4) & 7;
+  p.hash_mode = static_cast<SwitchableHash::Mode>(mode % 3);
+  constexpr std::uint32_t kLevelSlots[] = {2, 4, 64};
+  p.level_slots = kLevelSlots[mode / 3];
   while (!r.empty() && p.ops.size() < max_ops) {
     const std::uint8_t b = r.Byte();
     Op op;
@@ -284,12 +298,14 @@ template <typename W = ModelWheel>
 std::string RunDifferential(const Program& program) {
   SwitchableHash hash;
   hash.mode = program.hash_mode;
-  W wheel(program.num_slots, hash);
+  W wheel(program.num_slots, hash, std::equal_to<std::uint32_t>(),
+          program.level_slots);
   WheelModel model;
   std::uint64_t next_value = 1;
   std::ostringstream err;
   auto fail = [&](std::size_t step, const std::string& what) {
     err << "op #" << step << " (num_slots=" << program.num_slots
+        << ", level_slots=" << program.level_slots
         << ", hash_mode=" << int{program.hash_mode} << ", now=" << model.now()
         << "): " << what;
     return err.str();
@@ -342,8 +358,10 @@ std::string RunDifferential(const Program& program) {
       }
       case OpKind::kAdvance: {
         const std::uint64_t from = model.now();
-        const std::uint64_t target =
-            op.delta > kNever - from ? kNever : from + op.delta;
+        const std::uint64_t target = op.absolute ? op.delta
+                                     : op.delta > kNever - from
+                                         ? kNever
+                                         : from + op.delta;
         std::vector<Fired> got;
         std::string order_error;
         wheel.AdvanceTo(target, [&](std::uint64_t tick, std::uint32_t&& key,

@@ -80,7 +80,9 @@ TEST(WheelModelTest, DecoderIsTotalAndDeterministic) {
 // deadline: the harness must notice, or its silence proves nothing.
 class OneTickLateWheel {
  public:
-  OneTickLateWheel(std::uint32_t n, SwitchableHash h) : w_(n, h) {}
+  OneTickLateWheel(std::uint32_t n, SwitchableHash h,
+                   std::equal_to<std::uint32_t> eq, std::uint32_t level_slots)
+      : w_(n, h, eq, level_slots) {}
   std::uint64_t now() const { return w_.now(); }
   std::size_t size() const { return w_.size(); }
   // Always "the next tick" (allowed: early, never late), so that only the
@@ -221,6 +223,85 @@ TEST(WheelModelTest, ExhaustiveThreeMoves) {
   }
 }
 
+// One timer, one move, on hierarchies of tiny levels (2 or 4 slots above a
+// level 0 of 1, 2 or 4), where a deadline a few ticks out already sits two
+// to four levels up: every deadline and move target within kSpan ticks, from
+// starting ticks at and around level boundaries (powers of two), the move
+// issued at the MoveTimes and at every boundary before the first deadline.
+// Every cascade on the way is checked tick by tick against the model.
+TEST(WheelModelTest, ExhaustiveSingleMoveAcrossLevels) {
+  constexpr std::uint64_t kStarts[] = {0, 1, 2, 3, 5, 7, 8, 15, 16, 31, 64};
+  constexpr std::uint64_t kSpan = 16;
+  int cases = 0;
+  for (std::uint32_t level_slots : {2u, 4u}) {
+    for (std::uint32_t n : {1u, 2u, 4u}) {
+      for (std::uint64_t now0 : kStarts) {
+        for (int background = 0; background < 2; ++background) {
+          for (std::uint64_t d1 = now0 + 1; d1 <= now0 + kSpan; ++d1) {
+            std::vector<std::uint64_t> times = MoveTimes(now0, d1, n);
+            for (std::uint64_t b = 1; b < d1; b *= 2) {
+              if (b > now0) times.push_back(b);
+            }
+            std::sort(times.begin(), times.end());
+            times.erase(std::unique(times.begin(), times.end()), times.end());
+            for (std::uint64_t d2 = now0 + 1; d2 <= now0 + kSpan; ++d2) {
+              for (std::uint64_t at : times) {
+                Program p;
+                p.num_slots = n;
+                p.level_slots = level_slots;
+                if (background) p.ops.push_back(SetAt(9, now0 + kSpan + 3));
+                if (now0 > 0) p.ops.push_back(AdvanceBy(now0));
+                p.ops.push_back(SetAt(5, d1));
+                if (at > now0) p.ops.push_back(AdvanceBy(at - now0));
+                p.ops.push_back(MoveTo(5, d2));
+                Finish(p, 2 * kSpan + 4, (d1 + d2 + at) % 2 == 0);
+                const std::string err = RunDifferential(p);
+                ASSERT_EQ(err, "")
+                    << "level_slots=" << level_slots << " n=" << n
+                    << " now0=" << now0 << " background=" << background
+                    << " d1=" << d1 << " d2=" << d2 << " move at " << at;
+                ++cases;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 100'000);
+}
+
+// Timers at and around every power of two up to kMaxTick, on tiny levels
+// and on the default ones, reached by jumps that land on, just before and
+// just after each boundary: the largest deadlines cascade through every
+// level and still fire on their own tick.
+TEST(WheelModelTest, DeadlinesAtEveryLevelBoundary) {
+  for (std::uint32_t level_slots : {2u, 4u, 64u}) {
+    for (std::uint32_t n : {1u, 4u, 512u}) {
+      Program p;
+      p.num_slots = n;
+      p.level_slots = level_slots;
+      std::uint32_t key = 0;
+      for (int bit = 1; bit <= 62; ++bit) {
+        const std::uint64_t b = std::uint64_t{1} << bit;
+        for (std::uint64_t d : {b - 1, b, b + 1}) {
+          p.ops.push_back(SetAt(key++ % 4096, d));
+        }
+      }
+      p.ops.push_back(SetAt(5000, kMaxTick));
+      for (int bit = 1; bit <= 62; ++bit) {
+        // Jump to just before the next boundary, then tick across it.
+        const std::uint64_t b = std::uint64_t{1} << bit;
+        p.ops.push_back(Op{OpKind::kAdvance, 0, b - 2, /*absolute=*/true});
+        for (int k = 0; k < 4; ++k) p.ops.push_back(AdvanceBy(1));
+      }
+      p.ops.push_back(AdvanceBy(kNever));
+      const std::string err = RunDifferential(p);
+      ASSERT_EQ(err, "") << "level_slots=" << level_slots << " n=" << n;
+    }
+  }
+}
+
 // Random byte strings through the fuzzer's decoder. Wheels of 1..16 slots
 // and all three hash modes; the decoder mixes sets, earlier and later
 // moves, moves and removes of absent keys, short and huge advances and
@@ -249,6 +330,7 @@ TEST(WheelModelTest, RandomDifferentialCrowded) {
   for (int i = 0; i < kPrograms; ++i) {
     Program p;
     p.num_slots = 1 + rng() % 16;
+    p.level_slots = std::uint32_t{2} << rng() % 6;  // 2 .. 64
     p.hash_mode = static_cast<SwitchableHash::Mode>(rng() % 3);
     const std::uint64_t n = p.num_slots;
     for (int j = 0; j < 600; ++j) {

@@ -363,6 +363,65 @@ TEST(WheelTest, NextDueTickSkipsIdleStretches) {
   }
 }
 
+TEST(WheelTest, LevelLayout) {
+  // Level 0 is num_slots rounded up to a power of two; levels of 64 slots
+  // (6 bits each) follow until bit 62, the top bit of a deadline, is covered.
+  EXPECT_EQ(IntWheel(512).num_slots(), 512u);
+  EXPECT_EQ(IntWheel(512).num_levels(), 1u + (63 - 9 + 5) / 6);
+  EXPECT_EQ(IntWheel(500).num_slots(), 512u);
+  EXPECT_EQ(IntWheel(1).num_levels(), 1u + (63 + 5) / 6);
+  // One bit a level: every bit of a deadline is a level.
+  EXPECT_EQ((IntWheel(1, {}, {}, 2).num_levels()), 64u);
+  EXPECT_EQ((IntWheel(4, {}, {}, 4).num_levels()), 1u + (63 - 2 + 1) / 2);
+}
+
+TEST(WheelTest, FarTimerIsRefiledOncePerLevelAndFiresOnItsTick) {
+  for (std::uint64_t d :
+       {std::uint64_t{1} << 40, (std::uint64_t{1} << 40) + 12'345, kMaxTick - 1,
+        kMaxTick}) {
+    IntWheel w(512);
+    w.Set(1, 7, d);
+    std::vector<F> fired;
+    while (w.size() > 0) {
+      for (F& f : Advance(w, w.NextDueTick())) fired.push_back(f);
+    }
+    EXPECT_THAT(fired, ElementsAre(F{d, 1, 7})) << d;
+    EXPECT_LT(w.refiled(), w.num_levels()) << d;
+  }
+}
+
+TEST(WheelTest, FarTimersCostNothingUntilTheirTimeApproaches) {
+  // 10,000 timers spread over a million ticks: the first 3,000 ticks, with
+  // every tick processed, refile only the few timers due in them (a
+  // single-level wheel of 512 slots would walk every one of them about 6
+  // times meanwhile).
+  std::mt19937_64 rng(99);
+  IntWheel w(512);
+  std::uint64_t due_soon = 0;
+  for (std::uint64_t k = 0; k < 10'000; ++k) {
+    const std::uint64_t d = 1'000 + rng() % 1'000'000;
+    if (d <= 3'000 + 512) ++due_soon;
+    w.Set(k, k, d);
+  }
+  std::size_t fired = 0;
+  for (std::uint64_t t = 1; t <= 3'000; ++t) fired += Advance(w, t).size();
+  EXPECT_GT(fired, 0u);
+  EXPECT_LE(w.refiled(), due_soon);
+  EXPECT_EQ(w.size(), 10'000 - fired);
+}
+
+TEST(WheelTest, MovingEarlierLeavesNoTombstoneOnACoarseLevel) {
+  // A timer an hour out moved to the next tick fires there, and nothing is
+  // left behind in its old coarse slot: the wheel goes idle.
+  IntWheel w(512);
+  w.Set(1, 1, 3'600'000);
+  ASSERT_TRUE(w.Move(1, 5));
+  EXPECT_EQ(w.NextDueTick(), 5u);
+  EXPECT_THAT(Advance(w, 5), ElementsAre(F{5, 1, 1}));
+  EXPECT_EQ(w.NextDueTick(), kNever);
+  EXPECT_EQ(w.refiled(), 0u);
+}
+
 TEST(WheelTest, HugeJumpFiresEverythingInOrder) {
   std::mt19937_64 rng(12345);
   IntWheel w(512);

@@ -78,6 +78,12 @@ class SlotLists {
     return true;
   }
 
+  // Empties the lanes of `slot` without touching their entries: for a
+  // caller that relinks or frees every one of them. O(kLanes).
+  void ClearSlot(std::uint32_t slot) {
+    std::fill_n(heads_.begin() + std::size_t{slot} * kLanes, kLanes, kNil);
+  }
+
   // Empties every list (the entries themselves are the caller's).
   void Clear() { std::fill(heads_.begin(), heads_.end(), kNil); }
 

@@ -4,6 +4,7 @@
 #define TIMINGWHEEL_INTERNAL_WHEEL_H_
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -12,9 +13,9 @@
 #include <vector>
 
 #include "absl/hash/hash.h"
-#include "timingwheel/internal/due_bitmap.h"
 #include "timingwheel/internal/entry_pool.h"
 #include "timingwheel/internal/key_index.h"
+#include "timingwheel/internal/level.h"
 #include "timingwheel/internal/manual_storage.h"
 #include "timingwheel/internal/slot_lists.h"
 #include "timingwheel/internal/ticks.h"
@@ -26,22 +27,30 @@ namespace internal {
 //
 // Pieces: entries live in an EntryPool and link into the SlotLists by
 // 32-bit index; the KeyIndex maps a key's hash to its entry, so the key is
-// stored once, in the entry; a DueBitmap marks the slots with work soon.
-// For 8-byte keys and values an entry is 32 bytes, the index 8 to 16 more.
+// stored once, in the entry. For 8-byte keys and values an entry is 32
+// bytes, the index 8 to 16 more.
 //
-// Placement: an entry with deadline D belongs in slot D % num_slots; the
-// cursor visits that slot at tick D, and at earlier visits (D further than a
-// rotation away: go-zero's "circle") the entry simply stays, and is walked
-// past. Moving a timer later only rewrites its deadline: the entry stays in
-// its old slot and is relinked when that slot is next scanned (go-zero's
-// "diff"), which is never after the old deadline. Moving earlier and
-// removing unlink at once, so no tombstones pile up.
+// Levels: level 0 has num_slots slots (rounded up to a power of two) of one
+// tick; each level above has level_slots slots, each spanning a whole
+// rotation of the level below, up to a top level that reaches kMaxTick. A
+// deadline D is filed on the level of the highest bit in which D and now()
+// differ, in the slot of D's digit there (see Level). When the cursor
+// reaches the first tick of an occupied slot, the slot is emptied: what is
+// due fires, the rest is filed again, now on a lower level. So a due slot
+// holds only timers due in it, any delay costs the same few refilings (one
+// per level it starts above level 0), and precision does not degrade with
+// distance: every timer fires on the tick of its deadline.
 //
-// Scheduling: each slot keeps a lower bound of its entries' deadlines
-// (mins_), and the DueBitmap marks the slots whose bound falls within the
-// next rotation. Finding the next tick with work is a bitmap search, so idle
-// stretches are skipped in one step, and an advance costs O(due slots) plus
-// O(min(ticks, num_slots)) bit refreshes, never a walk over future entries.
+// Lazy moves (go-zero's "diff", tokio's registered deadline): moving a
+// timer later only rewrites its deadline; the entry stays in its slot,
+// which is processed no later than the old deadline, and is filed again
+// then. Moving earlier and removing unlink at once, so no tombstones linger
+// on coarse levels.
+//
+// Scheduling: each level keeps a bitmap of occupied slots, all of them
+// ahead of now() in its current rotation, so the next tick with work is a
+// count of trailing zeros per level and idle stretches are skipped in one
+// step.
 //
 // Batches: a caller applying many operations computes HashOf(key) once per
 // operation, calls PrefetchIndex a few operations ahead, PrefetchEntry
@@ -58,19 +67,31 @@ class Wheel {
 
  public:
   static constexpr std::uint32_t kLanes = Lists::kLanes;
-  static constexpr std::uint32_t kMaxSlots = Lists::kMaxSlots;
+  // Largest num_slots: level 0 and the levels above fit the lists' ids.
+  static constexpr std::uint32_t kMaxSlots = Lists::kMaxSlots / 2;
   // What PrefetchEntry returns when no entry is stored under the hash.
   static constexpr std::uint32_t kNoEntry = Pool::kNil;
+  // Slots of each level above level 0, unless the constructor says.
+  static constexpr std::uint32_t kLevelSlots = 64;
 
-  // num_slots in [1, kMaxSlots]. Allocates the slot arrays: 4 * kLanes + 8
-  // bytes and a bit per slot.
-  explicit Wheel(std::uint32_t num_slots, Hash hash = Hash(), Eq eq = Eq())
-      : num_slots_(num_slots),
+  // num_slots in [1, kMaxSlots]: level 0's slots, rounded up to a power of
+  // two. level_slots, a power of two in [2, 64], is the slot count of every
+  // level above (tests use 2 to 4 to make cascades frequent). Allocates
+  // 4 * kLanes bytes and a bit per slot of every level: about 20 KiB for
+  // the defaults.
+  explicit Wheel(std::uint32_t num_slots, Hash hash = Hash(), Eq eq = Eq(),
+                 std::uint32_t level_slots = kLevelSlots)
+      : level0_bits_(std::countr_zero(std::bit_ceil(num_slots))),
+        level_bits_(std::countr_zero(level_slots)),
         hash_(std::move(hash)),
         eq_(std::move(eq)),
-        lists_(num_slots),
-        mins_(num_slots, kNever),
-        due_(num_slots) {}
+        levels_(MakeLevels(level0_bits_, level_bits_)),
+        lists_(levels_.back().first_slot() + levels_.back().slots()) {
+    for (int bit = 0; bit < 64; ++bit) {
+      level_of_bit_[bit] = static_cast<std::uint8_t>(
+          bit < level0_bits_ ? 0 : 1 + (bit - level0_bits_) / level_bits_);
+    }
+  }
 
   ~Wheel() {
     index_.ForEach([this](std::uint32_t i) { DestroyEntry(pool_.At(i)); });
@@ -86,7 +107,15 @@ class Wheel {
   std::uint64_t now() const { return now_; }
   // Pending timers.
   std::size_t size() const { return index_.size(); }
-  std::uint32_t num_slots() const { return num_slots_; }
+  // Level 0's slots.
+  std::uint32_t num_slots() const { return levels_[0].slots(); }
+  // Levels, level 0 included.
+  std::size_t num_levels() const { return levels_.size(); }
+  // Timers filed again when the slot they sat in was processed: cascades to
+  // a finer level, and timers moved later catching up. A timer is refiled at
+  // most once per level above level 0 it starts on, plus once per lazy move
+  // it had pending when its slot came.
+  std::uint64_t refiled() const { return refiled_; }
 
   // The hash every operation on `key` uses; compute it once per operation.
   std::uint32_t HashOf(const K& key) const {
@@ -189,48 +218,45 @@ class Wheel {
     PrefetchIfEntry(e.prev);
     PrefetchIfEntry(e.next);
     if (!removing) {
-      __builtin_prefetch(lists_.HeadFor(Slot(Clamp(deadline)), candidate), 1);
+      __builtin_prefetch(lists_.HeadFor(SlotFor(Clamp(deadline)), candidate),
+                         1);
     }
   }
 
   // The first tick after now() at which some timer may fire, or kNever when
-  // the wheel is empty. May be early (after removals), never late. A bitmap
-  // search when something is due within a rotation, else O(num_slots).
+  // the wheel is empty. May be early (a slot of timers moved later, or one
+  // that only cascades), never late. One bitmap search per level.
   std::uint64_t NextDueTick() const {
     if (index_.size() == 0) return kNever;
-    const std::uint32_t start = Slot(now_ + 1);
-    const std::int64_t slot = due_.FindFrom(start);
-    if (slot != DueBitmap::kNone) {
-      return now_ + 1 +
-             (static_cast<std::uint32_t>(slot) + num_slots_ - start) %
-                 num_slots_;
+    std::uint64_t due = kNever;
+    for (const Level& level : levels_) {
+      due = std::min(due, level.NextStart(now_));
     }
-    return *std::min_element(mins_.begin(), mins_.end());
+    // Nothing ahead yet timers pending: only at the end of time, where a
+    // timer set at now() == kMaxTick sits in now()'s own slot.
+    return due == kNever ? kMaxTick : due;
   }
 
   // Processes ticks now()+1 .. target in order. Every timer whose deadline
   // is reached is removed and handed to sink(tick, K&&, V&&), in tick order.
+  // Costs O(levels) per tick with work, plus the entries of the slots
+  // processed; ticks without work are skipped.
   template <typename Sink>
   void AdvanceTo(std::uint64_t target, Sink&& sink) {
     target = std::min(target, kMaxTick);
     while (now_ < target) {
-      if (index_.size() == 0) {
+      const std::uint64_t due = NextDueTick();
+      if (due > target) {
         now_ = target;
         return;
       }
-      const std::uint64_t due = NextDueTick();
-      if (due > target) {
-        ShiftTo(target);
-        return;
-      }
-      ShiftTo(due - 1);
-      now_ = due;
-      ScanSlot(due, sink);
+      now_ = std::max(due, now_ + 1);
+      ProcessTick(sink);
     }
   }
 
   // Removes every timer, handing each to sink(K&&, V&&) in no set order.
-  // O(size + num_slots).
+  // O(size + slots).
   template <typename Sink>
   void TakeAll(Sink&& sink) {
     index_.ForEach([&](std::uint32_t i) {
@@ -240,15 +266,16 @@ class Wheel {
     });
     index_.Clear();
     lists_.Clear();
-    std::fill(mins_.begin(), mins_.end(), kNever);
-    due_.ClearAll();
+    for (Level& level : levels_) level.UnmarkAll();
     pool_.Clear();
   }
 
-  // Bytes the wheel holds: pool, index and slot arrays.
+  // Bytes the wheel holds: pool, index, slot lists and bitmaps.
   std::size_t MemoryBytes() const {
-    return pool_.MemoryBytes() + index_.MemoryBytes() + lists_.MemoryBytes() +
-           mins_.capacity() * sizeof(std::uint64_t) + due_.MemoryBytes();
+    std::size_t bytes =
+        pool_.MemoryBytes() + index_.MemoryBytes() + lists_.MemoryBytes();
+    for (const Level& level : levels_) bytes += level.MemoryBytes();
+    return bytes;
   }
 
   // Bytes of one pooled entry.
@@ -266,6 +293,19 @@ class Wheel {
   // index (see ScanSlot).
   static constexpr std::size_t kFiring = 16;
 
+  // Level 0 of 2^level0_bits one-tick slots, then levels of 2^level_bits
+  // slots until one covers bit 62, the top bit of a deadline.
+  static std::vector<Level> MakeLevels(int level0_bits, int level_bits) {
+    std::vector<Level> levels;
+    levels.emplace_back(0, level0_bits, 0);
+    for (int shift = level0_bits; shift < 63; shift += level_bits) {
+      const Level& below = levels.back();
+      levels.emplace_back(shift, level_bits,
+                          below.first_slot() + below.slots());
+    }
+    return levels;
+  }
+
   std::size_t Find(const K& key, std::uint32_t hash) const {
     return index_.Find(
         hash, [&](std::uint32_t i) { return eq_(pool_.At(i).key.Get(), key); });
@@ -273,10 +313,6 @@ class Wheel {
 
   void PrefetchIfEntry(std::uint32_t i) const {
     if (pool_.Holds(i)) __builtin_prefetch(&pool_.At(i), 1);
-  }
-
-  std::uint32_t Slot(std::uint64_t tick) const {
-    return static_cast<std::uint32_t>(tick % num_slots_);
   }
 
   std::uint64_t Clamp(std::uint64_t deadline) const {
@@ -288,34 +324,50 @@ class Wheel {
     e.value.Destroy();
   }
 
-  // Links entry i into the slot of its deadline and lowers that slot's
-  // bound if needed.
-  void Link(std::uint32_t i) {
-    const std::uint64_t deadline = pool_.At(i).deadline;
-    const std::uint32_t slot = Slot(deadline);
-    lists_.Link(pool_, i, slot);
-    if (deadline < mins_[slot]) {
-      mins_[slot] = deadline;
-      if (deadline <= now_ + num_slots_) due_.Set(slot);
-    }
+  // The level a deadline is filed on now: that of the highest bit in which
+  // it differs from now(). A table lookup, not a division.
+  Level& LevelFor(std::uint64_t deadline) {
+    const std::uint64_t differ = deadline ^ now_;
+    return levels_[differ == 0 ? 0
+                               : level_of_bit_[63 - std::countl_zero(differ)]];
+  }
+  std::uint32_t SlotFor(std::uint64_t deadline) const {
+    const std::uint64_t differ = deadline ^ now_;
+    const Level& level =
+        levels_[differ == 0 ? 0 : level_of_bit_[63 - std::countl_zero(differ)]];
+    return level.first_slot() + level.DigitOf(deadline);
   }
 
-  // Unlinks entry i. A slot left empty forgets its bound, so an idle loop is
-  // not woken for it; otherwise the bound may now be early, which costs at
-  // most one needless scan of the slot.
+  // Links entry i into the slot its deadline is filed in, and marks the
+  // slot occupied.
+  void Link(std::uint32_t i) {
+    const std::uint64_t deadline = pool_.At(i).deadline;
+    Level& level = LevelFor(deadline);
+    const std::uint32_t digit = level.DigitOf(deadline);
+    lists_.Link(pool_, i, level.first_slot() + digit);
+    level.Mark(digit);
+  }
+
+  // Unlinks entry i. A slot left empty is unmarked, so an idle loop is not
+  // woken for it.
   void Unlink(std::uint32_t i) {
     const std::uint32_t slot = lists_.Unlink(pool_, i);
     if (slot != Lists::kNoSlot && lists_.Empty(slot)) {
-      mins_[slot] = kNever;
-      due_.Clear(slot);
+      Level& level = LevelOfSlot(slot);
+      level.Unmark(slot - level.first_slot());
     }
+  }
+
+  Level& LevelOfSlot(std::uint32_t slot) {
+    const std::uint32_t level0 = levels_[0].slots();
+    return levels_[slot < level0 ? 0 : 1 + ((slot - level0) >> level_bits_)];
   }
 
   void Reschedule(std::uint32_t i, std::uint64_t deadline) {
     Entry& e = pool_.At(i);
     if (deadline >= e.deadline) {
-      // Lazy: the entry's slot is scanned no later than its old deadline,
-      // and the scan relinks it.
+      // Lazy: the entry's slot is processed no later than its old deadline,
+      // and files it again then.
       e.deadline = deadline;
       return;
     }
@@ -324,37 +376,38 @@ class Wheel {
     Link(i);
   }
 
-  // Moves the cursor to `tick` when no slot is due in (now_, tick]. The
-  // window of the next rotation gains ticks now_+n+1 .. tick+n, whose slots
-  // are the ones passed over; mark those now due within it.
-  void ShiftTo(std::uint64_t tick) {
-    if (tick <= now_) return;
-    const std::uint64_t passed =
-        std::min<std::uint64_t>(tick - now_, num_slots_);
-    const std::uint64_t horizon = tick + num_slots_;
-    std::uint32_t slot = Slot(now_ + 1);
-    for (std::uint64_t k = 0; k < passed; ++k) {
-      if (mins_[slot] <= horizon) due_.Set(slot);
-      if (++slot == num_slots_) slot = 0;
+  // The cursor has reached now_: empty every slot that starts at this tick,
+  // highest level first (the order does not matter: nothing filed again
+  // lands in a slot that starts at now_).
+  template <typename Sink>
+  void ProcessTick(Sink& sink) {
+    for (std::size_t l = levels_.size(); l-- > 0;) {
+      Level& level = levels_[l];
+      if (!level.StartsSlotAt(now_)) continue;
+      const std::uint32_t digit = level.DigitOf(now_);
+      if (level.Marked(digit)) ScanSlot(level, digit, sink);
     }
-    now_ = tick;
   }
 
-  // The cursor is at `tick`: fire what is due in its slot, relink entries
-  // that were moved later, and recompute the slot's bound. The lanes are
-  // walked side by side, one entry of each in turn, prefetching each lane's
-  // next entry as soon as its link is known. A fired entry then waits in a
-  // ring (kFiring deep) between leaving its list and leaving the index, so
-  // that its index line arrives while the walk goes on.
+  // Empties slot `digit` of `level`, which starts at now_: fires what is
+  // due and files the rest again (moved later, or due on a finer level:
+  // both now lie ahead of now_, so never in this slot). The lanes are walked
+  // side by side, one entry of each in turn, prefetching each lane's next
+  // entry as soon as its link is known. A fired entry then waits in a ring
+  // (kFiring deep) between leaving its list and leaving the index, so that
+  // its index line arrives while the walk goes on. The slot's lists are
+  // reset at the end rather than unlinked entry by entry.
   template <typename Sink>
-  void ScanSlot(std::uint64_t tick, Sink& sink) {
-    const std::uint32_t slot = Slot(tick);
-    std::uint64_t bound = kNever;
+  void ScanSlot(Level& level, std::uint32_t digit, Sink& sink) {
+    const std::uint32_t slot = level.first_slot() + digit;
+    const std::uint64_t tick = now_;
     std::uint32_t cursor[kLanes];
     for (std::uint32_t l = 0; l < kLanes; ++l) {
       cursor[l] = lists_.Head(slot, l);
       PrefetchIfEntry(cursor[l]);
     }
+    lists_.ClearSlot(slot);
+    level.Unmark(digit);
     struct Firing {
       std::uint32_t entry, hash;
     };
@@ -377,16 +430,13 @@ class Wheel {
         cursor[l] = e.next;
         PrefetchIfEntry(e.next);
         if (e.deadline <= tick) {
-          Unlink(i);
           Firing& f = firing[fired++ % kFiring];
           if (fired > kFiring) retire(f);
           f = {i, HashOf(e.key.Get())};
           index_.Prefetch(f.hash);
-        } else if (Slot(e.deadline) != slot) {
-          Unlink(i);
-          Link(i);
         } else {
-          bound = std::min(bound, e.deadline);
+          Link(i);
+          ++refiled_;
         }
       }
     }
@@ -394,24 +444,20 @@ class Wheel {
          ++k) {
       retire(firing[k % kFiring]);
     }
-    mins_[slot] = bound;
-    if (bound <= tick + num_slots_) {
-      due_.Set(slot);
-    } else {
-      due_.Clear(slot);
-    }
   }
 
-  const std::uint32_t num_slots_;
+  const int level0_bits_;
+  const int level_bits_;
   Hash hash_;
   Eq eq_;
   std::uint64_t now_ = 0;
+  std::uint64_t refiled_ = 0;
 
   Pool pool_;
   KeyIndex index_;
+  std::vector<Level> levels_;
   Lists lists_;
-  std::vector<std::uint64_t> mins_;  // lower bound of each slot's deadlines
-  DueBitmap due_;                    // slot s: mins_[s] <= now_ + num_slots_
+  std::uint8_t level_of_bit_[64];  // bit b of (deadline ^ now) -> level
 };
 
 }  // namespace internal
