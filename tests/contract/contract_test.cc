@@ -1985,5 +1985,57 @@ TEST(E6Now, RealTimeFollowsTheClock) {
             absl::FromChrono(std::chrono::steady_clock::now() - before_create));
 }
 
+// ---------------------------------------------------------------------------
+// E8 Levels: any delay fires on its own tick, whatever num_slots is, and the
+// timers beyond level 0 are refiled on the way (stats().refiled).
+
+TEST(E8Levels, EveryDelayFiresOnItsTickWhateverNumSlots) {
+  for (int num_slots : {1, 4, 512}) {
+    ManualWheel w(num_slots);
+    constexpr int kTimers = 300;
+    // Delays from 1 to ~2,100 ticks: levels 0 to 3 on a 4-slot wheel.
+    for (int k = 0; k < kTimers; ++k) {
+      ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval * (1 + 7 * k)).ok());
+    }
+    w.Tick(7 * kTimers + 1);
+    for (int k = 0; k < kTimers; ++k) {
+      EXPECT_EQ(w.FireTick(k), 1 + 7 * k) << "num_slots " << num_slots;
+    }
+    if (num_slots < 512) EXPECT_GT(w.wheel().stats().refiled, 0u);
+    EXPECT_EQ(w.wheel().stats().pending, 0u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// E9 Memory follows the live set: after 200,000 timers are removed the loop
+// gives their memory back on its own, between ticks.
+
+TEST(E9Memory, FallsBackAfterMostTimersAreRemoved) {
+  ManualWheel w(512);
+  constexpr int kTimers = 200'000;
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval * (10 + k / 100)).ok());
+  }
+  w.Tick();  // a round trip: everything above is applied
+  const std::size_t peak = w.wheel().stats().memory_bytes;
+  EXPECT_GT(peak, std::size_t{kTimers} * 32);
+  for (int k = 0; k < kTimers; ++k) {
+    if (k % 1000 != 0) ASSERT_TRUE(w.wheel().RemoveTimer(k).ok());
+  }
+  const absl::Time give_up = absl::Now() + kHangGuard;
+  // No ticks meanwhile: the loop does it on its own, idle or not.
+  while (w.wheel().stats().memory_bytes > peak / 10 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_LE(w.wheel().stats().memory_bytes, peak / 10);
+  EXPECT_EQ(w.wheel().stats().pending, std::size_t{kTimers / 1000});
+  // The survivors, relocated, still fire on their own ticks.
+  const int ticked = w.ticks();
+  w.Tick(10 + kTimers / 100 - ticked);
+  for (int k = 0; k < kTimers; k += 1000) {
+    EXPECT_EQ(w.FireTick(k), 10 + k / 100);
+  }
+}
+
 }  // namespace
 }  // namespace timingwheel

@@ -20,6 +20,13 @@ struct Stats {
   std::uint64_t superseded = 0;           // SetTimer that replaced a value
   std::uint64_t drained = 0;              // timers handed to a Drain fn
   std::uint64_t callback_exceptions = 0;  // exceptions caught from callbacks
+  // Timers filed again when the slot they sat in came due: moved down a
+  // level as their deadline approached, or caught up with a later move. A
+  // timer is refiled about once per level it passes through.
+  std::uint64_t refiled = 0;
+  // Bytes the wheel's timers, key index and slots hold now. Falls back when
+  // most timers are gone: the loop gives the memory back between ticks.
+  std::size_t memory_bytes = 0;
 };
 
 }  // namespace timingwheel

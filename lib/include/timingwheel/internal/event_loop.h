@@ -154,6 +154,10 @@ class EventLoop final : public TickSink {
   // Commands applied per round at least, before the loop looks at the clock
   // again (more when more were already queued: see Run).
   static constexpr std::size_t kMinCommandsPerRound = 8192;
+  // Index words and pool entries a round's compaction step looks at: with
+  // a relocation costing a few cache misses at worst, well under a
+  // millisecond, so no tick waits for it.
+  static constexpr std::size_t kCompactBudget = 1024;
   // Longest sleep; a safety net against a missed wake-up or clock oddities.
   static constexpr absl::Duration kMaxSleep = absl::Seconds(1);
   // After a round that applied commands the loop naps this long before
@@ -189,7 +193,12 @@ class EventLoop final : public TickSink {
         continue;
       }
       Publish();
-      if (applied != 0) continue;
+      // Memory follows the live set: a bounded step of giving it back each
+      // round, flood or not, and rounds without sleeping while it lasts.
+      const bool compacting = wheel_.Compact(kCompactBudget);
+      if (applied != 0 || compacting) continue;
+      // The last step may have freed memory since Publish.
+      if (wheel_.MemoryBytes() != stats_.counts().memory_bytes) Publish();
       const absl::Duration wait =
           time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
       if (wait > absl::ZeroDuration()) {
@@ -276,6 +285,8 @@ class EventLoop final : public TickSink {
   void Publish() {
     stats_.counts().pending = wheel_.size();
     stats_.counts().ticks = wheel_.now();
+    stats_.counts().refiled = wheel_.refiled();
+    stats_.counts().memory_bytes = wheel_.MemoryBytes();
     stats_.Publish();
   }
 

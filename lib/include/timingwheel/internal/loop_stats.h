@@ -54,8 +54,10 @@ class LoopStats {
     f(&Stats::removed);
     f(&Stats::superseded);
     f(&Stats::drained);
+    f(&Stats::refiled);
+    f(&Stats::memory_bytes);
   }
-  static_assert(sizeof(Stats) == 9 * sizeof(std::uint64_t),
+  static_assert(sizeof(Stats) == 11 * sizeof(std::uint64_t),
                 "a new Stats field: list it in ForEachLoopField or count it "
                 "apart, as callback_exceptions is");
 

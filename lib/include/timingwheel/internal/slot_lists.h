@@ -70,6 +70,20 @@ class SlotLists {
     return emptied;
   }
 
+  // Entry i has been given the prev and next of an entry it replaces (one
+  // relocated in the pool): points the neighbours, or the list head, at i.
+  // O(1). The entry stays in its old lane, which only spreads entries and
+  // is never relied on.
+  void TakeOver(Pool& pool, std::uint32_t i) {
+    Entry& e = pool.At(i);
+    if (e.prev & kHeadTag) {
+      heads_[e.prev & ~kHeadTag] = i;
+    } else {
+      pool.At(e.prev).next = i;
+    }
+    if (e.next != kNil) pool.At(e.next).prev = i;
+  }
+
   // True if every lane of `slot` is empty. O(kLanes).
   bool Empty(std::uint32_t slot) const {
     for (std::uint32_t l = 0; l < kLanes; ++l) {

@@ -270,6 +270,26 @@ class Wheel {
     pool_.Clear();
   }
 
+  // Gives memory back when most timers are gone: a bounded step of moving
+  // the key index into a smaller table and of relocating live entries out
+  // of the pool's high chunks, which are then freed. Each step looks at
+  // about `budget` index words and pool entries; returns true while there
+  // is more to do. Costs two comparisons when there is nothing to do.
+  bool Compact(std::size_t budget) {
+    if (index_.Shrinking()) {
+      index_.ShrinkStep(budget);
+    } else if (index_.WantsShrink()) {
+      index_.StartShrink();
+    }
+    if (pool_.WantsShrink()) pool_.StartShrink();
+    while (pool_.Shrinking()) {
+      const std::uint32_t from = pool_.NextToRelocate(budget);
+      if (from == Pool::kNil) break;
+      Relocate(from, pool_.Allocate());
+    }
+    return index_.Shrinking() || pool_.Shrinking();
+  }
+
   // Bytes the wheel holds: pool, index, slot lists and bitmaps.
   std::size_t MemoryBytes() const {
     std::size_t bytes =
@@ -361,6 +381,25 @@ class Wheel {
   Level& LevelOfSlot(std::uint32_t slot) {
     const std::uint32_t level0 = levels_[0].slots();
     return levels_[slot < level0 ? 0 : 1 + ((slot - level0) >> level_bits_)];
+  }
+
+  // Moves entry `from` to the unused index `to`: contents, list links and
+  // index word. Only between operations (no fired entry waits in ScanSlot's
+  // ring).
+  void Relocate(std::uint32_t from, std::uint32_t to) {
+    Entry& a = pool_.At(from);
+    Entry& b = pool_.At(to);
+    b.deadline = a.deadline;
+    b.prev = a.prev;
+    b.next = a.next;
+    b.key.Construct(std::move(a.key.Get()));
+    b.value.Construct(std::move(a.value.Get()));
+    DestroyEntry(a);
+    lists_.TakeOver(pool_, to);
+    const std::size_t pos = index_.Find(
+        HashOf(b.key.Get()), [from](std::uint32_t i) { return i == from; });
+    index_.SetEntryAt(pos, to);
+    pool_.Free(from);
   }
 
   void Reschedule(std::uint32_t i, std::uint64_t deadline) {
