@@ -16,7 +16,9 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // MADV_HUGEPAGE: the entry pool and the key index are read at random, and
 // with 4 KiB pages nearly every access of a million-timer wheel also misses
 // the TLB, whose page walk (nested, in a VM) costs about as much as the
-// cache miss itself. Freed with LargeFree(p, bytes, align).
+// cache miss itself. On Linux such a block is its own mapping, so freeing
+// it returns the memory to the system at once. Freed with
+// LargeFree(p, bytes, align).
 void* LargeAllocate(std::size_t bytes, std::size_t align);
 void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept;
 
