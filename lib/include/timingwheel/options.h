@@ -16,11 +16,12 @@ class Ticker;
 struct Options {
   // Length of one tick: the wheel's resolution. At least 1ns, finite.
   absl::Duration interval = absl::Seconds(1);
-  // Slots on the wheel, 1 .. kMaxSlots; the span of one rotation is
-  // num_slots * interval. A timer due further out than a rotation (a
-  // "circle") waits in its slot and is walked past each time the cursor
-  // passes it, so a wheel whose timers are mostly many rotations away costs
-  // the loop more than one sized near their delays.
+  // Slots of the finest level, 1 .. kMaxSlots, rounded up to a power of
+  // two. Coarser levels of 64 slots above it cover every delay up to years
+  // at the same cost, so this is not a sizing decision: a timer due within
+  // num_slots ticks is filed once, one further out is refiled once per level
+  // as its time approaches (a few times over its life). Each slot costs 32
+  // bytes.
   int num_slots = 512;
   // Threads running the execute callback, 1 .. kMaxWorkers.
   int execute_workers = 1;
@@ -43,8 +44,8 @@ struct Options {
   std::shared_ptr<Ticker> ticker;
 };
 
-// Largest Options::num_slots accepted: 4 Mi slots (an hour and more of 1 ms
-// ticks), 160 MiB of slot arrays at 40 bytes a slot.
+// Largest Options::num_slots accepted: 4 Mi slots, 128 MiB of slot lists at
+// 32 bytes a slot.
 inline constexpr int kMaxSlots = 1 << 22;
 // Largest execute_workers / drain_workers accepted.
 inline constexpr int kMaxWorkers = 1024;
