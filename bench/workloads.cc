@@ -69,7 +69,8 @@ struct Config {
   // from W1-W7's 1M, and --n=100000 for a quick look at W1-W7 should not
   // shrink them unasked.
   std::int64_t w8_n = 4000000;
-  double w8_seconds = 10;  // W8's window after the filling
+  double w8_seconds = 10;    // W8's window after the filling
+  bool w8_presized = false;  // W8 with Options::expected_timers = w8_n
   std::int64_t w9_n = 5000000;
   std::int64_t w9_chunk = 100000;
   double w9_idle_seconds = 10;
@@ -96,6 +97,8 @@ Config ParseFlags(int argc, char** argv) {
   flags.Add("seconds", &c.seconds, "W6 and W7 measurement window in seconds");
   flags.Add("w8_n", &c.w8_n, "W8 timers");
   flags.Add("w8_seconds", &c.w8_seconds, "W8 window after the filling");
+  flags.Add("w8_presized", &c.w8_presized,
+            "W8 with Options::expected_timers = w8_n (no index growth)");
   flags.Add("w9_n", &c.w9_n, "W9 timers at the peak");
   flags.Add("w9_chunk", &c.w9_chunk, "W9 commands applied at a time");
   flags.Add("w9_idle_seconds", &c.w9_idle_seconds,
@@ -945,7 +948,8 @@ void RunW8(const Context& ctx, const char* self) {
   FireRecorder recorder(1, n);
   auto wheel = MakeWheel(
       absl::Milliseconds(1), 512, 1,
-      [&recorder](std::uint64_t, std::uint64_t i) { recorder.Record(i); });
+      [&recorder](std::uint64_t, std::uint64_t i) { recorder.Record(i); },
+      ctx.flags.w8_presized ? n : 0);
 
   std::int64_t errors = 0;
   const double producer_cpu0 = ThreadCpuSeconds();
@@ -996,7 +1000,8 @@ void RunW8(const Context& ctx, const char* self) {
   };
   Json j;
   j.Add("workload", "W8")
-      .Add("name", "mixed")
+      .Add("name", ctx.flags.w8_presized ? "mixed presized" : "mixed")
+      .Add("presized", ctx.flags.w8_presized ? 1 : 0)
       .Add("n", n)
       .Add("interval_ms", 1)
       .Add("slots", 512)
