@@ -19,6 +19,9 @@ FIGURES = [
     "cpu_s_per_s_empty", "cpu_s_per_s_full", "cpu_s_per_s_spread",
     "touches_per_s", "loop_cpu_s_per_s", "loop_cpu_ns_per_touch",
     "entries_per_s", "seconds",
+    "rss_bytes_per_pending", "fired", "cpu_us_per_fired",
+    "loop_cpu_us_per_fired", "retained", "retained_before_trim",
+    "rss_peak_mib", "rss_after_mib",
 ]
 
 

@@ -5,11 +5,32 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace timingwheel {
 namespace internal {
 namespace {
+
+// Gives the pages wholly inside [p, p + bytes) back to the system: the block
+// keeps its addresses, and a page touched again comes back zero-filled.
+// glibc keeps big freed blocks in its heap once its adaptive mmap threshold
+// has risen, and memory freed there stays with the process until someone
+// calls malloc_trim; given back here, it leaves at once.
+void ReleasePages(void* p, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (start + page - 1) / page * page;
+  const std::uintptr_t last = (start + bytes) / page * page;
+  if (last > first) {
+    madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 std::size_t RoundToHugePages(std::size_t bytes) {
   return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
@@ -17,55 +38,17 @@ std::size_t RoundToHugePages(std::size_t bytes) {
 
 }  // namespace
 
-#if defined(__linux__)
-
-// Big blocks are mapped directly rather than taken from malloc: glibc serves
-// them from its heap once its adaptive mmap threshold has risen, and memory
-// freed inside the heap stays with the process until someone calls
-// malloc_trim. Mapped, a freed block goes back to the system at once, which
-// is what lets the wheel's memory follow its live set.
 void* LargeAllocate(std::size_t bytes, std::size_t align) {
   if (bytes < kHugePageBytes || align > kHugePageBytes) {
     return ::operator new (bytes, std::align_val_t{align});
   }
   const std::size_t rounded = RoundToHugePages(bytes);
-  // Map one huge page more and cut the block out at a huge-page boundary.
-  const std::size_t mapped = rounded + kHugePageBytes;
-  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  const auto start = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t aligned =
-      (start + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  if (aligned > start) munmap(p, aligned - start);
-  const std::uintptr_t end = start + mapped;
-  if (end > aligned + rounded) {
-    munmap(reinterpret_cast<void*>(aligned + rounded), end - aligned - rounded);
-  }
-#if defined(MADV_HUGEPAGE)
+  void* p = ::operator new (rounded, std::align_val_t{kHugePageBytes});
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
   // Advice only: where THP is off the block simply stays on small pages.
-  madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);
+  madvise(p, rounded, MADV_HUGEPAGE);
 #endif
-  return reinterpret_cast<void*>(aligned);
-}
-
-void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept {
-  if (p == nullptr) return;
-  if (bytes < kHugePageBytes || align > kHugePageBytes) {
-    ::operator delete (p, std::align_val_t{align});
-  } else {
-    munmap(p, RoundToHugePages(bytes));
-  }
-}
-
-#else
-
-void* LargeAllocate(std::size_t bytes, std::size_t align) {
-  if (bytes < kHugePageBytes || align > kHugePageBytes) {
-    return ::operator new (bytes, std::align_val_t{align});
-  }
-  return ::operator new (RoundToHugePages(bytes),
-                         std::align_val_t{kHugePageBytes});
+  return p;
 }
 
 void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept {
@@ -77,7 +60,11 @@ void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept {
   }
 }
 
-#endif
+void LargeRelease(void* p, std::size_t bytes, std::size_t align) noexcept {
+  if (p == nullptr) return;
+  ReleasePages(p, bytes);
+  LargeFree(p, bytes, align);
+}
 
 }  // namespace internal
 }  // namespace timingwheel

@@ -322,7 +322,7 @@ class EntryPool {
   // Frees chunks [keep, end); keep is 0 modulo kChunksPerSlab beyond the
   // first slab's worth, so whole slabs go.
   void ReleaseChunksFrom(std::size_t keep) {
-    for (std::size_t c = keep; c < chunks_.size(); ++c) FreeChunk(c);
+    for (std::size_t c = keep; c < chunks_.size(); ++c) FreeChunk(c, true);
     chunks_.resize(keep);
     // Gives the table's memory back too. libstdc++ swallows a bad_alloc
     // here, keeping the old capacity.
@@ -330,11 +330,14 @@ class EntryPool {
     SetCapacity();
   }
 
-  void FreeChunk(std::size_t c) {
+  // Frees chunk c's memory (a whole slab at a slab's first chunk); `release`
+  // when a shrink gives it back (see LargeRelease).
+  void FreeChunk(std::size_t c, bool release = false) {
+    auto free = release ? LargeRelease : LargeFree;
     if (c < kChunksPerSlab) {
-      LargeFree(chunks_[c], kChunkBytes, alignof(Entry));
+      free(chunks_[c], kChunkBytes, alignof(Entry));
     } else if (c % kChunksPerSlab == 0) {
-      LargeFree(chunks_[c], kChunkBytes * kChunksPerSlab, alignof(Entry));
+      free(chunks_[c], kChunkBytes * kChunksPerSlab, alignof(Entry));
     }
   }
 

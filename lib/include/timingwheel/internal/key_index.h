@@ -201,12 +201,12 @@ class KeyIndex {
   // once with the smaller table (the large one needs no emptying then).
   void Clear() {
     if (next_ != nullptr) {
-      Free(words_, capacity());
+      Release(words_, capacity());
       Adopt(next_, next_capacity_);
       next_ = nullptr;
       next_capacity_ = 0;
     }
-    Free(old_, OldCapacity());
+    Release(old_, OldCapacity());
     old_ = nullptr;
     old_live_ = 0;
     cursor_ = 0;
@@ -269,7 +269,7 @@ class KeyIndex {
       }
     }
     if (old_live_ > 0) return true;
-    Free(old_, OldCapacity());
+    Release(old_, OldCapacity());
     old_ = nullptr;
     cursor_ = 0;
     return false;
@@ -411,6 +411,11 @@ class KeyIndex {
   static std::uint64_t* Allocate(std::size_t capacity) {
     return static_cast<std::uint64_t*>(LargeAllocate(
         capacity * sizeof(std::uint64_t), alignof(std::uint64_t)));
+  }
+  // Release is Free for a table a shrink gives back (see LargeRelease).
+  static void Release(std::uint64_t* words, std::size_t capacity) {
+    LargeRelease(words, capacity * sizeof(std::uint64_t),
+                 alignof(std::uint64_t));
   }
   static void Free(std::uint64_t* words, std::size_t capacity) {
     LargeFree(words, capacity * sizeof(std::uint64_t), alignof(std::uint64_t));

@@ -16,11 +16,16 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // MADV_HUGEPAGE: the entry pool and the key index are read at random, and
 // with 4 KiB pages nearly every access of a million-timer wheel also misses
 // the TLB, whose page walk (nested, in a VM) costs about as much as the
-// cache miss itself. On Linux such a block is its own mapping, so freeing
-// it returns the memory to the system at once. Freed with
-// LargeFree(p, bytes, align).
+// cache miss itself. Freed with LargeFree(p, bytes, align) or LargeRelease.
 void* LargeAllocate(std::size_t bytes, std::size_t align);
 void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept;
+
+// LargeFree for memory a shrink gives back: on Linux the block's pages leave
+// the process at once (madvise DONTNEED) instead of waiting in malloc's heap
+// for a malloc_trim. Not for blocks freed on destruction or growth: malloc
+// hands those on with their pages warm, where a released block would have
+// to be faulted in again by its next user.
+void LargeRelease(void* p, std::size_t bytes, std::size_t align) noexcept;
 
 }  // namespace internal
 }  // namespace timingwheel
