@@ -448,16 +448,21 @@ TEST(EntryPoolTest, BudgetOfOneMakesProgress) {
   h.CheckAll();
 }
 
+// Allocates n entries, then frees all but every 20th.
+void FillThenKeepOneIn20(Harness& h, std::uint32_t n) {
+  for (std::uint32_t k = 0; k < n; ++k) ASSERT_NO_FATAL_FAILURE(h.Add());
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (i % 20 != 0) h.Remove(i);
+  }
+}
+
 // The live set grows back during a shrink: once the kept range is full,
 // allocation goes on above it (the shrink ends) and reuses the free entries
 // there before allocating memory.
 TEST(EntryPoolTest, AllocationsBeyondTheKeptRangeEndTheShrink) {
   Harness h;
   constexpr std::uint32_t kN = 200000;
-  for (std::uint32_t n = 0; n < kN; ++n) ASSERT_NO_FATAL_FAILURE(h.Add());
-  for (std::uint32_t i = 0; i < kN; ++i) {
-    if (i % 20 != 0) h.Remove(i);
-  }
+  ASSERT_NO_FATAL_FAILURE(FillThenKeepOneIn20(h, kN));
   const std::size_t peak = h.pool.MemoryBytes();
   h.StartShrink();
   ASSERT_TRUE(h.pool.Shrinking());
@@ -489,10 +494,7 @@ TEST(EntryPoolTest, AllocationsBeyondTheKeptRangeEndTheShrink) {
 TEST(EntryPoolTest, RelocationEndsTheShrinkWhenTheKeptRangeIsFull) {
   Harness h;
   constexpr std::uint32_t kN = 200000;
-  for (std::uint32_t n = 0; n < kN; ++n) ASSERT_NO_FATAL_FAILURE(h.Add());
-  for (std::uint32_t i = 0; i < kN; ++i) {
-    if (i % 20 != 0) h.Remove(i);
-  }
+  ASSERT_NO_FATAL_FAILURE(FillThenKeepOneIn20(h, kN));
   h.StartShrink();
   const std::uint32_t kept = h.pool.KeptEnd();
   ASSERT_EQ(kept, 5 * kChunk);

@@ -141,6 +141,27 @@ std::vector<std::uint64_t> MoveTimes(std::uint64_t now0, std::uint64_t d1,
   return at;
 }
 
+// The program of one timer and one move: an optional background timer (key
+// 9, due at `background`, 0 for none) that keeps the wheel non-empty so the
+// cursor really travels, time advanced to now0, key 5 set at d1, time
+// advanced to `at`, key 5 moved to d2, then `ticks` more ticks (one by one
+// or in one jump, depending on the case's parity).
+Program SingleMove(std::uint32_t n, std::uint32_t level_slots,
+                   std::uint64_t background, std::uint64_t now0,
+                   std::uint64_t d1, std::uint64_t at, std::uint64_t d2,
+                   std::uint64_t ticks) {
+  Program p;
+  p.num_slots = n;
+  p.level_slots = level_slots;
+  if (background != 0) p.ops.push_back(SetAt(9, background));
+  if (now0 > 0) p.ops.push_back(AdvanceBy(now0));
+  p.ops.push_back(SetAt(5, d1));
+  if (at > now0) p.ops.push_back(AdvanceBy(at - now0));
+  p.ops.push_back(MoveTo(5, d2));
+  Finish(p, ticks, (d1 + d2 + at) % 2 == 0);
+  return p;
+}
+
 // One timer, one move, on wheels of 1..8 slots: every cursor position in two
 // rotations, every deadline and move target within three rotations of it,
 // and the move issued at the interesting ticks before the first deadline
@@ -155,14 +176,9 @@ TEST(WheelModelTest, ExhaustiveSingleMove) {
         for (std::uint64_t d1 = now0 + 1; d1 <= now0 + 3 * n; ++d1) {
           for (std::uint64_t d2 = now0 + 1; d2 <= now0 + 3 * n; ++d2) {
             for (std::uint64_t at : MoveTimes(now0, d1, n)) {
-              Program p;
-              p.num_slots = n;
-              if (background) p.ops.push_back(SetAt(9, 2 * n + 1 + now0 / 2));
-              if (now0 > 0) p.ops.push_back(AdvanceBy(now0));
-              p.ops.push_back(SetAt(5, d1));
-              if (at > now0) p.ops.push_back(AdvanceBy(at - now0));
-              p.ops.push_back(MoveTo(5, d2));
-              Finish(p, 4 * n + 2, (d1 + d2 + at) % 2 == 0);
+              const Program p =
+                  SingleMove(n, 64, background ? 2 * n + 1 + now0 / 2 : 0, now0,
+                             d1, at, d2, 4 * n + 2);
               const std::string err = RunDifferential(p);
               ASSERT_EQ(err, "") << "n=" << n << " now0=" << now0
                                  << " background=" << background << " d1=" << d1
@@ -246,15 +262,9 @@ TEST(WheelModelTest, ExhaustiveSingleMoveAcrossLevels) {
             times.erase(std::unique(times.begin(), times.end()), times.end());
             for (std::uint64_t d2 = now0 + 1; d2 <= now0 + kSpan; ++d2) {
               for (std::uint64_t at : times) {
-                Program p;
-                p.num_slots = n;
-                p.level_slots = level_slots;
-                if (background) p.ops.push_back(SetAt(9, now0 + kSpan + 3));
-                if (now0 > 0) p.ops.push_back(AdvanceBy(now0));
-                p.ops.push_back(SetAt(5, d1));
-                if (at > now0) p.ops.push_back(AdvanceBy(at - now0));
-                p.ops.push_back(MoveTo(5, d2));
-                Finish(p, 2 * kSpan + 4, (d1 + d2 + at) % 2 == 0);
+                const Program p = SingleMove(n, level_slots,
+                                             background ? now0 + kSpan + 3 : 0,
+                                             now0, d1, at, d2, 2 * kSpan + 4);
                 const std::string err = RunDifferential(p);
                 ASSERT_EQ(err, "")
                     << "level_slots=" << level_slots << " n=" << n
