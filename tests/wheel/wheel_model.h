@@ -131,6 +131,7 @@ enum class OpKind : std::uint8_t {
   kRemove,
   kAdvance,
   kTakeAll,
+  kCascade,
 };
 
 struct Op {
@@ -276,8 +277,12 @@ inline Program Decode(const std::uint8_t* data, std::size_t size,
       }
       case 15:
       default:
-        // Rare, since it empties the wheel.
-        op.kind = (b & 15) == 15 ? OpKind::kTakeAll : OpKind::kRemove;
+        // TakeAll rare, since it empties the wheel; Cascade with a budget of
+        // 1 to 4, so draining slots are left half moved between advances.
+        op.kind = (b & 15) == 15  ? OpKind::kTakeAll
+                  : (b & 15) >= 8 ? OpKind::kCascade
+                                  : OpKind::kRemove;
+        op.delta = 1 + (b & 3);
         break;
     }
     p.ops.push_back(op);
@@ -393,6 +398,9 @@ std::string RunDifferential(const Program& program) {
         }
         break;
       }
+      case OpKind::kCascade:
+        wheel.Cascade(op.delta);  // moves timers between levels only
+        break;
       case OpKind::kTakeAll: {
         std::vector<std::pair<std::uint32_t, std::uint64_t>> got;
         wheel.TakeAll(

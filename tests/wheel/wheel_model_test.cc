@@ -104,6 +104,7 @@ class OneTickLateWheel {
   void AdvanceTo(std::uint64_t t, S&& s) {
     w_.AdvanceTo(t, s);
   }
+  bool Cascade(std::size_t budget) { return w_.Cascade(budget); }
   template <typename S>
   void TakeAll(S&& s) {
     w_.TakeAll(s);
@@ -427,6 +428,9 @@ TEST(WheelModelTest, RandomDifferentialCrowded) {
           break;
         case 6:
           p.ops.push_back({OpKind::kRemove, key});
+          break;
+        case 7:
+          p.ops.push_back({OpKind::kCascade, 0, 1 + rng() % 3});
           break;
         default:
           p.ops.push_back(AdvanceBy(1 + rng() % (n + 1)));

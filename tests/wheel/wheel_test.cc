@@ -347,7 +347,7 @@ TEST(WheelTest, NextDueTickIsNeverLate) {
 
 TEST(WheelTest, NextDueTickSkipsIdleStretches) {
   // One timer far beyond the wheel's span: following NextDueTick() must get
-  // there in a few steps, not one per rotation or per tick.
+  // there in a few steps per level, not one per rotation or per tick.
   for (std::uint32_t n : {1u, 8u, 512u}) {
     IntWheel w(n);
     w.Set(1, 1, 1'000'000);
@@ -355,8 +355,10 @@ TEST(WheelTest, NextDueTickSkipsIdleStretches) {
     int steps = 0;
     std::vector<F> fired;
     while (w.size() > 0) {
-      ASSERT_LT(++steps, 10) << "n=" << n << " stuck at now=" << w.now()
-                             << " next=" << w.NextDueTick();
+      // Per level at most a drain start and a drain deadline, then the fire.
+      ASSERT_LT(++steps, 2 * static_cast<int>(w.num_levels()) + 2)
+          << "n=" << n << " stuck at now=" << w.now()
+          << " next=" << w.NextDueTick();
       for (F& f : Advance(w, w.NextDueTick())) fired.push_back(f);
     }
     EXPECT_THAT(fired, ElementsAre(F{1'000'000, 1, 1}, F{1'000'000'000, 2, 2}));
@@ -408,6 +410,44 @@ TEST(WheelTest, FarTimersCostNothingUntilTheirTimeApproaches) {
   EXPECT_GT(fired, 0u);
   EXPECT_LE(w.refiled(), due_soon);
   EXPECT_EQ(w.size(), 10'000 - fired);
+}
+
+TEST(WheelTest, CascadeDrainsACoarseSlotAheadOfItsStart) {
+  // 10,000 timers due in [1024, 1536) sit in one level-1 slot of a 512-slot
+  // wheel. From tick 512 on (the slot before theirs) Cascade moves them down
+  // a budget at a time, so by tick 1023 none is left to move in one go, and
+  // every one still fires on its own tick.
+  std::mt19937_64 rng(5);
+  IntWheel w(512);
+  std::vector<F> want;
+  for (std::uint64_t k = 0; k < 10'000; ++k) {
+    const std::uint64_t d = 1024 + rng() % 512;
+    w.Set(k, k, d);
+    want.push_back({d, k, k});
+  }
+  EXPECT_FALSE(w.Cascade(100));  // not draining yet: nothing moves
+  EXPECT_EQ(w.refiled(), 0u);
+  EXPECT_EQ(w.NextDueTick(), 512u);  // the drain starts
+  EXPECT_THAT(Advance(w, 512), IsEmpty());
+  EXPECT_TRUE(w.Cascade(100));
+  EXPECT_EQ(w.refiled(), 100u);
+  int calls = 1;
+  for (std::uint64_t t = 513; w.Cascade(100); ++t) {
+    ASSERT_LT(t, 1023u);
+    EXPECT_THAT(Advance(w, t), IsEmpty());
+    ++calls;
+  }
+  EXPECT_EQ(w.refiled(), 10'000u);
+  EXPECT_GT(calls, 20);  // spread out, not one burst
+  std::vector<F> fired = Advance(w, 2000);
+  std::sort(want.begin(), want.end(), [](const F& a, const F& b) {
+    return std::tie(a.tick, a.key) < std::tie(b.tick, b.key);
+  });
+  std::sort(fired.begin(), fired.end(), [](const F& a, const F& b) {
+    return std::tie(a.tick, a.key) < std::tie(b.tick, b.key);
+  });
+  EXPECT_EQ(fired, want);
+  EXPECT_EQ(w.refiled(), 10'000u);
 }
 
 TEST(WheelTest, MovingEarlierLeavesNoTombstoneOnACoarseLevel) {

@@ -154,6 +154,9 @@ class EventLoop final : public TickSink {
   // Commands applied per round at least, before the loop looks at the clock
   // again (more when more were already queued: see Run).
   static constexpr std::size_t kMinCommandsPerRound = 8192;
+  // Timers a round moves down from each draining coarse slot, before the
+  // slot's last tick nears (then more: Wheel::Cascade).
+  static constexpr std::size_t kCascadeBudget = 1024;
   // Index words and pool entries a round's compaction step looks at: with
   // a relocation costing a few cache misses at worst, well under a
   // millisecond, so no tick waits for it.
@@ -188,6 +191,9 @@ class EventLoop final : public TickSink {
         return;
       }
       if (applied != 0) streaming = true;
+      // A step of moving coarse slots that start soon down to finer levels,
+      // every round, so that no tick has to move a whole slot at once.
+      const bool cascading = wheel_.Cascade(kCascadeBudget);
       if (due > wheel_.now()) {
         AdvanceTo(due);
         continue;
@@ -196,7 +202,7 @@ class EventLoop final : public TickSink {
       // Memory follows the live set: a bounded step of giving it back each
       // round, flood or not, and rounds without sleeping while it lasts.
       const bool compacting = wheel_.Compact(kCompactBudget);
-      if (applied != 0 || compacting) continue;
+      if (applied != 0 || cascading || compacting) continue;
       // The last step may have freed memory since Publish.
       if (wheel_.MemoryBytes() != stats_.counts().memory_bytes) Publish();
       const absl::Duration wait =

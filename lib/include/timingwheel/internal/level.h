@@ -13,83 +13,134 @@
 namespace timingwheel {
 namespace internal {
 
-// A level has 2^bits slots of 2^shift ticks each, so one rotation of it
-// spans 2^(shift + bits) ticks: exactly one slot of the level above (Kafka's
-// overflow wheel, tokio's levels). A tick's digit on the level is
-// (tick >> shift) mod 2^bits, and the level's "range" containing a tick is
-// the rotation that tick falls in.
+// A level's slots each span 2^shift ticks, and a rotation of the level is
+// 2^bits slots: exactly one slot of the level above (Kafka's overflow
+// wheels, tokio's levels). A tick's "slot number" on the level is
+// tick >> shift; its rotation, tick >> top() with top() = shift + bits.
 //
-// The wheel files a deadline D on the level of the highest bit in which D
-// and the current tick differ (tokio's rule), in the slot of D's digit. So
-// on each level every occupied slot lies ahead of the current tick within
-// the current range: the first occupied slot is the next one due, found by
-// a count of trailing zeros on one word (a few words on a wide level 0).
+// The level holds two rotations: the one containing the current tick and
+// the next. So it has 2 * 2^bits physical slots, slot number a in physical
+// slot a mod 2^(bits+1), and a deadline in either rotation has a place of
+// its own. The wheel files a deadline on the lowest level that holds it.
+// That second rotation is what lets a coarse slot be emptied *ahead* of
+// its time: during the slot before it, its timers already fit the next
+// rotation of the level below, so the wheel can move them down a few at a
+// time instead of all at once on the slot's first tick (see Wheel).
 //
-// Slots are numbered globally (first_slot() + digit) so that all levels
-// share one SlotLists.
+// Slots are numbered globally (first_slot() + physical slot) so that all
+// levels share one SlotLists.
 class Level {
  public:
   Level(int shift, int bits, std::uint32_t first_slot)
       : shift_(shift),
         bits_(bits),
         first_slot_(first_slot),
-        occupied_(((std::size_t{1} << bits) + 63) / 64, 0) {}
+        occupied_((std::size_t{2} << bits) / 64 + 1, 0) {}
 
   int shift() const { return shift_; }
-  std::uint32_t slots() const { return std::uint32_t{1} << bits_; }
+  // The first bit above this level: a deadline d is in the level's rotation
+  // d >> top().
+  int top() const { return shift_ + bits_; }
+  // Physical slots: two rotations.
+  std::uint32_t slots() const { return std::uint32_t{2} << bits_; }
   std::uint32_t first_slot() const { return first_slot_; }
 
-  // The digit of `tick` on this level: its slot in the current range.
-  std::uint32_t DigitOf(std::uint64_t tick) const {
-    return static_cast<std::uint32_t>((tick >> shift_) & (slots() - 1));
+  // True if this level can hold `deadline` at tick `now`: the deadline is
+  // in now's rotation or the next.
+  bool Holds(std::uint64_t now, std::uint64_t deadline) const {
+    if (top() >= 64) return true;
+    return (deadline >> top()) - (now >> top()) <= 1;
   }
 
-  // True if `tick` is the first tick of one of this level's slots.
-  bool StartsSlotAt(std::uint64_t tick) const {
-    return (tick & ((std::uint64_t{1} << shift_) - 1)) == 0;
+  // The physical slot of slot number a.
+  std::uint32_t SlotOf(std::uint64_t a) const {
+    return static_cast<std::uint32_t>(a & (slots() - 1));
+  }
+  // The physical slot where `tick` is filed.
+  std::uint32_t SlotOfTick(std::uint64_t tick) const {
+    return SlotOf(tick >> shift_);
   }
 
-  void Mark(std::uint32_t digit) {
-    occupied_[digit >> 6] |= std::uint64_t{1} << (digit & 63);
+  void Mark(std::uint32_t slot) {
+    occupied_[slot >> 6] |= std::uint64_t{1} << (slot & 63);
   }
-  void Unmark(std::uint32_t digit) {
-    occupied_[digit >> 6] &= ~(std::uint64_t{1} << (digit & 63));
+  void Unmark(std::uint32_t slot) {
+    occupied_[slot >> 6] &= ~(std::uint64_t{1} << (slot & 63));
   }
-  bool Marked(std::uint32_t digit) const {
-    return (occupied_[digit >> 6] >> (digit & 63)) & 1;
+  bool Marked(std::uint32_t slot) const {
+    return (occupied_[slot >> 6] >> (slot & 63)) & 1;
   }
   void UnmarkAll() { std::fill(occupied_.begin(), occupied_.end(), 0); }
 
-  // The first tick of the first occupied slot after `now`'s own slot in
-  // now's range, or kNever. One word on a level of 64 slots or fewer.
-  std::uint64_t NextStart(std::uint64_t now) const {
-    const std::uint32_t from = DigitOf(now) + 1;
-    if (from >= slots()) return kNever;
-    std::size_t w = from >> 6;
-    std::uint64_t bits = occupied_[w] & (~std::uint64_t{0} << (from & 63));
-    while (bits == 0) {
-      if (++w == occupied_.size()) return kNever;
-      bits = occupied_[w];
+  // Level 0 (one tick a slot): the next tick after `now` whose slot is
+  // occupied, or kNever. Its entries are due in (now, now + slots()), one
+  // physical slot per tick, so the first marked slot after now's, going
+  // round, is the earliest.
+  std::uint64_t NextOccupiedTick(std::uint64_t now) const {
+    const std::uint32_t here = SlotOfTick(now);
+    const std::int64_t found = FindFrom((here + 1) & (slots() - 1));
+    if (found == kNone || static_cast<std::uint32_t>(found) == here) {
+      return kNever;
     }
-    const std::uint64_t digit = w * 64 + std::countr_zero(bits);
-    return RangeStart(now) + (digit << shift_);
+    return now + ((static_cast<std::uint32_t>(found) - here) & (slots() - 1));
+  }
+
+  // Levels above 0: every occupied slot number a lies at or after
+  // (now >> shift) + 1. The slot a = (now >> shift) + 1, when occupied, is
+  // being emptied ahead ("draining"): it must be empty before its first
+  // tick. DrainingSlot returns its physical slot, or kNone.
+  std::int64_t DrainingSlot(std::uint64_t now) const {
+    const std::uint32_t slot = SlotOf((now >> shift_) + 1);
+    return Marked(slot) ? slot : kNone;
+  }
+  // The last tick at which the draining slot may still be emptied.
+  std::uint64_t DrainDeadline(std::uint64_t now) const {
+    return (((now >> shift_) + 1) << shift_) - 1;
+  }
+  // The first tick at which some slot not yet draining starts to drain
+  // (the first tick of the slot before it), or kNever.
+  std::uint64_t NextDrainStart(std::uint64_t now) const {
+    const std::uint64_t from = (now >> shift_) + 2;
+    const std::uint32_t start = SlotOf(from);
+    const std::int64_t found = FindFrom(start);
+    if (found == kNone) return kNever;
+    const std::uint64_t a =
+        from + ((static_cast<std::uint32_t>(found) - start) & (slots() - 1));
+    // A marked slot behind `from` would be now's own or the draining one.
+    if (SlotOf(a) == SlotOf(from - 1) || SlotOf(a) == SlotOf(from - 2)) {
+      return kNever;
+    }
+    return (a - 1) << shift_;
   }
 
   std::size_t MemoryBytes() const {
     return occupied_.capacity() * sizeof(std::uint64_t);
   }
 
+  static constexpr std::int64_t kNone = -1;
+
  private:
-  // The first tick of the rotation of this level that contains `tick`.
-  std::uint64_t RangeStart(std::uint64_t tick) const {
-    const int span = shift_ + bits_;
-    return span >= 64 ? 0 : tick & ~((std::uint64_t{1} << span) - 1);
+  // The first marked slot at or after `start`, going round; kNone if none.
+  std::int64_t FindFrom(std::uint32_t start) const {
+    const std::uint32_t n = slots();
+    const std::size_t words = (n + 63) / 64;
+    std::size_t w = start >> 6;
+    std::uint64_t bits = occupied_[w] & (~std::uint64_t{0} << (start & 63));
+    for (std::size_t step = 0; step <= words; ++step) {
+      if (bits != 0) {
+        const std::uint64_t slot = w * 64 + std::countr_zero(bits);
+        if (slot < n) return static_cast<std::int64_t>(slot);
+      }
+      if (++w == words) w = 0;
+      bits = occupied_[w];
+    }
+    return kNone;
   }
 
   int shift_;
   int bits_;
   std::uint32_t first_slot_;
-  std::vector<std::uint64_t> occupied_;  // bit d: slot d holds an entry
+  std::vector<std::uint64_t> occupied_;  // bit s: physical slot s is in use
 };
 
 }  // namespace internal

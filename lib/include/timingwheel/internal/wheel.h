@@ -32,14 +32,19 @@ namespace internal {
 //
 // Levels: level 0 has num_slots slots (rounded up to a power of two) of one
 // tick; each level above has level_slots slots, each spanning a whole
-// rotation of the level below, up to a top level that reaches kMaxTick. A
-// deadline D is filed on the level of the highest bit in which D and now()
-// differ, in the slot of D's digit there (see Level). When the cursor
-// reaches the first tick of an occupied slot, the slot is emptied: what is
-// due fires, the rest is filed again, now on a lower level. So a due slot
-// holds only timers due in it, any delay costs the same few refilings (one
-// per level it starts above level 0), and precision does not degrade with
+// rotation of the level below, up to a top level that reaches kMaxTick.
+// Each level holds two rotations, now's and the next, and a deadline is
+// filed on the lowest level that holds it (see Level). A due slot holds only
+// timers due in it, any delay costs the same few refilings (about one per
+// level it starts above level 0), and precision does not degrade with
 // distance: every timer fires on the tick of its deadline.
+//
+// Cascading ahead: the slot a coarse level will reach next (its "draining"
+// slot) already fits the finer levels' next rotation, so its timers can move
+// down during the span before it starts: Cascade does that a budget at a
+// time, and AdvanceTo finishes it on the tick before the slot starts at the
+// latest. tokio and Kafka move a coarse slot all at once on its first tick,
+// which stalls that tick for as long as the slot is full.
 //
 // Lazy moves (go-zero's "diff", tokio's registered deadline): moving a
 // timer later only rewrites its deadline; the entry stays in its slot,
@@ -47,10 +52,10 @@ namespace internal {
 // then. Moving earlier and removing unlink at once, so no tombstones linger
 // on coarse levels.
 //
-// Scheduling: each level keeps a bitmap of occupied slots, all of them
-// ahead of now() in its current rotation, so the next tick with work is a
-// count of trailing zeros per level and idle stretches are skipped in one
-// step.
+// Scheduling: each level keeps a bitmap of occupied slots, so the next tick
+// with work (a level-0 slot, or a coarse slot starting to drain or due to
+// be drained) is a count of trailing zeros or two per level, and idle
+// stretches are skipped in one step.
 //
 // Batches: a caller applying many operations computes HashOf(key) once per
 // operation, calls PrefetchIndex a few operations ahead, PrefetchEntry
@@ -86,12 +91,7 @@ class Wheel {
         hash_(std::move(hash)),
         eq_(std::move(eq)),
         levels_(MakeLevels(level0_bits_, level_bits_)),
-        lists_(levels_.back().first_slot() + levels_.back().slots()) {
-    for (int bit = 0; bit < 64; ++bit) {
-      level_of_bit_[bit] = static_cast<std::uint8_t>(
-          bit < level0_bits_ ? 0 : 1 + (bit - level0_bits_) / level_bits_);
-    }
-  }
+        lists_(levels_.back().first_slot() + levels_.back().slots()) {}
 
   ~Wheel() {
     index_.ForEach([this](std::uint32_t i) { DestroyEntry(pool_.At(i)); });
@@ -107,8 +107,9 @@ class Wheel {
   std::uint64_t now() const { return now_; }
   // Pending timers.
   std::size_t size() const { return index_.size(); }
-  // Level 0's slots.
-  std::uint32_t num_slots() const { return levels_[0].slots(); }
+  // Level 0's slots in one rotation (num_slots rounded up to a power of
+  // two).
+  std::uint32_t num_slots() const { return levels_[0].slots() / 2; }
   // Levels, level 0 included.
   std::size_t num_levels() const { return levels_.size(); }
   // Timers filed again when the slot they sat in was processed: cascades to
@@ -223,14 +224,19 @@ class Wheel {
     }
   }
 
-  // The first tick after now() at which some timer may fire, or kNever when
-  // the wheel is empty. May be early (a slot of timers moved later, or one
-  // that only cascades), never late. One bitmap search per level.
+  // The first tick after now() at which the wheel has work, or kNever when
+  // it is empty: a timer may fire, or a coarse slot starts to drain, or must
+  // have drained (see Cascade). May be early (timers moved later, or work
+  // that only refiles), never late. A bitmap search per level.
   std::uint64_t NextDueTick() const {
     if (index_.size() == 0) return kNever;
-    std::uint64_t due = kNever;
-    for (const Level& level : levels_) {
-      due = std::min(due, level.NextStart(now_));
+    std::uint64_t due = levels_[0].NextOccupiedTick(now_);
+    for (std::size_t l = 1; l < levels_.size(); ++l) {
+      const Level& level = levels_[l];
+      if (level.DrainingSlot(now_) != Level::kNone) {
+        due = std::min(due, level.DrainDeadline(now_));
+      }
+      due = std::min(due, level.NextDrainStart(now_));
     }
     // Nothing ahead yet timers pending: only at the end of time, where a
     // timer set at now() == kMaxTick sits in now()'s own slot.
@@ -268,6 +274,31 @@ class Wheel {
     lists_.Clear();
     for (Level& level : levels_) level.UnmarkAll();
     pool_.Clear();
+  }
+
+  // Moves timers of the coarse slots that are draining (those due to start
+  // within one slot span: see Level) down to finer levels, about `budget`
+  // a level, more as a slot's last tick nears. Returns true while some
+  // draining slot still holds timers. Optional: a slot not drained by the
+  // tick before it starts is drained whole then, by AdvanceTo; calling this
+  // between advances spreads that work out, so no tick waits for a whole
+  // coarse slot. Costs a bit test per level when nothing drains.
+  bool Cascade(std::size_t budget) {
+    bool more = false;
+    for (std::size_t l = levels_.size(); l-- > 1;) {
+      Level& level = levels_[l];
+      const std::int64_t slot = level.DrainingSlot(now_);
+      if (slot == Level::kNone) continue;
+      // The nearer the deadline, the more at once: all of it on its tick.
+      const std::uint64_t left = level.DrainDeadline(now_) - now_ + 1;
+      const std::uint64_t span = std::uint64_t{1} << level.shift();
+      const std::size_t share =
+          budget * static_cast<std::size_t>(std::max<std::uint64_t>(
+                       1, std::min<std::uint64_t>(span / left, 1 << 20)));
+      Drain(level, static_cast<std::uint32_t>(slot), share);
+      more |= level.Marked(static_cast<std::uint32_t>(slot));
+    }
+    return more;
   }
 
   // Gives memory back when most timers are gone: a bounded step of moving
@@ -344,18 +375,17 @@ class Wheel {
     e.value.Destroy();
   }
 
-  // The level a deadline is filed on now: that of the highest bit in which
-  // it differs from now(). A table lookup, not a division.
+  // The level a deadline is filed on now: the lowest that holds it (its
+  // rotation is now's or the next). Most timers stop at level 0 or 1.
   Level& LevelFor(std::uint64_t deadline) {
-    const std::uint64_t differ = deadline ^ now_;
-    return levels_[differ == 0 ? 0
-                               : level_of_bit_[63 - std::countl_zero(differ)]];
+    std::size_t l = 0;
+    while (!levels_[l].Holds(now_, deadline)) ++l;
+    return levels_[l];
   }
   std::uint32_t SlotFor(std::uint64_t deadline) const {
-    const std::uint64_t differ = deadline ^ now_;
-    const Level& level =
-        levels_[differ == 0 ? 0 : level_of_bit_[63 - std::countl_zero(differ)]];
-    return level.first_slot() + level.DigitOf(deadline);
+    std::size_t l = 0;
+    while (!levels_[l].Holds(now_, deadline)) ++l;
+    return levels_[l].first_slot() + levels_[l].SlotOfTick(deadline);
   }
 
   // Links entry i into the slot its deadline is filed in, and marks the
@@ -363,9 +393,9 @@ class Wheel {
   void Link(std::uint32_t i) {
     const std::uint64_t deadline = pool_.At(i).deadline;
     Level& level = LevelFor(deadline);
-    const std::uint32_t digit = level.DigitOf(deadline);
-    lists_.Link(pool_, i, level.first_slot() + digit);
-    level.Mark(digit);
+    const std::uint32_t slot = level.SlotOfTick(deadline);
+    lists_.Link(pool_, i, level.first_slot() + slot);
+    level.Mark(slot);
   }
 
   // Unlinks entry i. A slot left empty is unmarked, so an idle loop is not
@@ -380,7 +410,8 @@ class Wheel {
 
   Level& LevelOfSlot(std::uint32_t slot) {
     const std::uint32_t level0 = levels_[0].slots();
-    return levels_[slot < level0 ? 0 : 1 + ((slot - level0) >> level_bits_)];
+    return levels_[slot < level0 ? 0
+                                 : 1 + ((slot - level0) >> (level_bits_ + 1))];
   }
 
   // Moves entry `from` to the unused index `to`: contents, list links and
@@ -415,30 +446,56 @@ class Wheel {
     Link(i);
   }
 
-  // The cursor has reached now_: empty every slot that starts at this tick,
-  // highest level first (the order does not matter: nothing filed again
-  // lands in a slot that starts at now_).
+  // The cursor has reached now_: finish draining every coarse slot that
+  // starts on the next tick (its timers due then must be on level 0 by
+  // then), then empty level 0's slot of this tick. Nothing refiled lands in
+  // that slot: every timer moved lies ahead of now_.
   template <typename Sink>
   void ProcessTick(Sink& sink) {
-    for (std::size_t l = levels_.size(); l-- > 0;) {
+    for (std::size_t l = levels_.size(); l-- > 1;) {
       Level& level = levels_[l];
-      if (!level.StartsSlotAt(now_)) continue;
-      const std::uint32_t digit = level.DigitOf(now_);
-      if (level.Marked(digit)) ScanSlot(level, digit, sink);
+      const std::int64_t slot = level.DrainingSlot(now_);
+      if (slot != Level::kNone && level.DrainDeadline(now_) <= now_) {
+        Drain(level, static_cast<std::uint32_t>(slot), ~std::size_t{0});
+      }
+    }
+    Level& level0 = levels_[0];
+    const std::uint32_t slot = level0.SlotOfTick(now_);
+    if (level0.Marked(slot)) ScanSlot(level0, slot, sink);
+  }
+
+  // Moves up to `budget` timers out of physical slot `slot` of `level` (a
+  // draining one) to where they are filed now, a finer level. Takes each
+  // lane's first entry in turn, prefetching the next.
+  void Drain(Level& level, std::uint32_t slot, std::size_t budget) {
+    const std::uint32_t list = level.first_slot() + slot;
+    for (std::size_t moved = 0; moved < budget;) {
+      bool any = false;
+      for (std::uint32_t l = 0; l < kLanes && moved < budget; ++l) {
+        const std::uint32_t i = lists_.Head(list, l);
+        if (i == Pool::kNil) continue;
+        any = true;
+        PrefetchIfEntry(pool_.At(i).next);
+        Unlink(i);
+        Link(i);
+        ++refiled_;
+        ++moved;
+      }
+      if (!any) return;
     }
   }
 
-  // Empties slot `digit` of `level`, which starts at now_: fires what is
-  // due and files the rest again (moved later, or due on a finer level:
-  // both now lie ahead of now_, so never in this slot). The lanes are walked
+  // Empties level 0's physical slot `slot`, that of now_: fires what is
+  // due and files the rest again (timers moved later: they lie ahead of
+  // now_, so never in this slot). The lanes are walked
   // side by side, one entry of each in turn, prefetching each lane's next
   // entry as soon as its link is known. A fired entry then waits in a ring
   // (kFiring deep) between leaving its list and leaving the index, so that
   // its index line arrives while the walk goes on. The slot's lists are
   // reset at the end rather than unlinked entry by entry.
   template <typename Sink>
-  void ScanSlot(Level& level, std::uint32_t digit, Sink& sink) {
-    const std::uint32_t slot = level.first_slot() + digit;
+  void ScanSlot(Level& level, std::uint32_t physical, Sink& sink) {
+    const std::uint32_t slot = level.first_slot() + physical;
     const std::uint64_t tick = now_;
     std::uint32_t cursor[kLanes];
     for (std::uint32_t l = 0; l < kLanes; ++l) {
@@ -446,7 +503,7 @@ class Wheel {
       PrefetchIfEntry(cursor[l]);
     }
     lists_.ClearSlot(slot);
-    level.Unmark(digit);
+    level.Unmark(physical);
     struct Firing {
       std::uint32_t entry, hash;
     };
@@ -496,7 +553,6 @@ class Wheel {
   KeyIndex index_;
   std::vector<Level> levels_;
   Lists lists_;
-  std::uint8_t level_of_bit_[64];  // bit b of (deadline ^ now) -> level
 };
 
 }  // namespace internal
