@@ -20,8 +20,8 @@ struct Options {
   // two. Coarser levels of 64 slots above it cover every delay up to years
   // at the same cost, so this is not a sizing decision: a timer due within
   // num_slots ticks is filed once, one further out is refiled once per level
-  // as its time approaches (a few times over its life). Each slot costs 32
-  // bytes.
+  // as its time approaches (a few times over its life). Each slot costs 64
+  // bytes (list heads for two rotations).
   int num_slots = 512;
   // Threads running the execute callback, 1 .. kMaxWorkers.
   int execute_workers = 1;
@@ -44,8 +44,8 @@ struct Options {
   std::shared_ptr<Ticker> ticker;
 };
 
-// Largest Options::num_slots accepted: 4 Mi slots, 128 MiB of slot lists at
-// 32 bytes a slot.
+// Largest Options::num_slots accepted: 4 Mi slots, 256 MiB of slot lists at
+// 64 bytes a slot.
 inline constexpr int kMaxSlots = 1 << 22;
 // Largest execute_workers / drain_workers accepted.
 inline constexpr int kMaxWorkers = 1024;
