@@ -3,6 +3,7 @@
 #define TIMINGWHEEL_INTERNAL_EVENT_LOOP_H_
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -161,6 +162,8 @@ class EventLoop final : public TickSink {
   // a relocation costing a few cache misses at worst, well under a
   // millisecond, so no tick waits for it.
   static constexpr std::size_t kCompactBudget = 1024;
+  // How long the wheel must have wanted to give memory back before it does.
+  static constexpr absl::Duration kCompactDelay = absl::Seconds(1);
   // Longest sleep; a safety net against a missed wake-up or clock oddities.
   static constexpr absl::Duration kMaxSleep = absl::Seconds(1);
   // After a round that applied commands the loop naps this long before
@@ -199,14 +202,14 @@ class EventLoop final : public TickSink {
         continue;
       }
       Publish();
-      // Memory follows the live set: a bounded step of giving it back each
-      // round, flood or not, and rounds without sleeping while it lasts.
-      const bool compacting = wheel_.Compact(kCompactBudget);
+      const bool compacting = CompactStep();
       if (applied != 0 || cascading || compacting) continue;
       // The last step may have freed memory since Publish.
       if (wheel_.MemoryBytes() != stats_.counts().memory_bytes) Publish();
-      const absl::Duration wait =
-          time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
+      absl::Duration wait = time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
+      if (compact_after_ != kNotCompacting) {
+        wait = std::min(wait, absl::FromChrono(compact_after_ - Clock::now()));
+      }
       if (wait > absl::ZeroDuration()) {
         // A ManualTicker's Tick waits on the loop: never nap there.
         if (streaming && !time_.manual()) {
@@ -217,6 +220,25 @@ class EventLoop final : public TickSink {
       }
       streaming = false;
     }
+  }
+
+  // Memory follows the live set, a little late: once the wheel has wanted
+  // to give memory back for kCompactDelay, a bounded step of it each round,
+  // flood or not, and rounds without sleeping while it lasts. Returns true
+  // while steps remain. The delay spares a wheel that empties and refills
+  // at once (a burst of timers all fired, then the next burst) from giving
+  // back its pages and faulting them in again.
+  bool CompactStep() {
+    if (!wheel_.WantsCompaction()) {
+      compact_after_ = kNotCompacting;
+      return false;
+    }
+    const Clock::time_point now = Clock::now();
+    if (compact_after_ == kNotCompacting) {
+      compact_after_ = now + absl::ToChronoNanoseconds(kCompactDelay);
+    }
+    if (now < compact_after_) return false;
+    return wheel_.Compact(kCompactBudget);
   }
 
   // Applies queued commands until the queue is empty or at least `limit`
@@ -309,6 +331,11 @@ class EventLoop final : public TickSink {
   std::vector<Cmd> batch_;  // commands being applied
   Entries fired_;           // for the execute pool
   bool stop_requested_ = false;
+  // When compaction may start (see CompactStep); kNotCompacting when the
+  // wheel does not want it.
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::time_point kNotCompacting = Clock::time_point::max();
+  Clock::time_point compact_after_ = kNotCompacting;
 
   CommandQueue<Cmd> queue_;
   DrainPool<K, V> drain_pool_;

@@ -301,11 +301,16 @@ class Wheel {
     return more;
   }
 
-  // Gives memory back when most timers are gone: a bounded step of moving
-  // the key index into a smaller table and of relocating live entries out
-  // of the pool's high chunks, which are then freed. Each step looks at
+  // WantsCompaction: true when Compact has work, two comparisons or so.
+  // Compact gives memory back when most timers are gone: a bounded step of
+  // moving the key index into a smaller table and of relocating live entries
+  // out of the pool's high chunks, which are then freed. Each step looks at
   // about `budget` index words and pool entries; returns true while there
   // is more to do. Costs two comparisons when there is nothing to do.
+  bool WantsCompaction() const {
+    return index_.Shrinking() || index_.WantsShrink() || pool_.Shrinking() ||
+           pool_.WantsShrink();
+  }
   bool Compact(std::size_t budget) {
     if (index_.Shrinking()) {
       index_.ShrinkStep(budget);
