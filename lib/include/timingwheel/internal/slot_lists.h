@@ -92,6 +92,16 @@ class SlotLists {
     return true;
   }
 
+  // Makes entry i (or kNil) the first of lane `lane` of `slot`, dropping
+  // the entries before it without touching them: for a caller that has
+  // relinked or freed every one of them. O(1).
+  void Cut(Pool& pool, std::uint32_t slot, std::uint32_t lane,
+           std::uint32_t i) {
+    const std::uint32_t list = slot * kLanes + lane;
+    heads_[list] = i;
+    if (i != kNil) pool.At(i).prev = kHeadTag | list;
+  }
+
   // Empties the lanes of `slot` without touching their entries: for a
   // caller that relinks or frees every one of them. O(kLanes).
   void ClearSlot(std::uint32_t slot) {
