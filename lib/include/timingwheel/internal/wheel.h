@@ -382,22 +382,21 @@ class Wheel {
 
   // The level a deadline is filed on now: the lowest that holds it (its
   // rotation is now's or the next). Most timers stop at level 0 or 1.
-  Level& LevelFor(std::uint64_t deadline) {
+  std::size_t LevelFor(std::uint64_t deadline) const {
     std::size_t l = 0;
     while (!levels_[l].Holds(now_, deadline)) ++l;
-    return levels_[l];
+    return l;
   }
   std::uint32_t SlotFor(std::uint64_t deadline) const {
-    std::size_t l = 0;
-    while (!levels_[l].Holds(now_, deadline)) ++l;
-    return levels_[l].first_slot() + levels_[l].SlotOfTick(deadline);
+    const Level& level = levels_[LevelFor(deadline)];
+    return level.first_slot() + level.SlotOfTick(deadline);
   }
 
   // Links entry i into the slot its deadline is filed in, and marks the
   // slot occupied.
   void Link(std::uint32_t i) {
     const std::uint64_t deadline = pool_.At(i).deadline;
-    Level& level = LevelFor(deadline);
+    Level& level = levels_[LevelFor(deadline)];
     const std::uint32_t slot = level.SlotOfTick(deadline);
     lists_.Link(pool_, i, level.first_slot() + slot);
     level.Mark(slot);
