@@ -28,6 +28,12 @@ absl::Status ValidateOptions(const Options& options) {
         absl::StrCat("Options::drain_workers must be in [1, ", kMaxWorkers,
                      "], got ", options.drain_workers));
   }
+  if (options.max_lag < absl::ZeroDuration() ||
+      options.max_lag == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Options::max_lag must be finite and >= 0, got ",
+                     absl::FormatDuration(options.max_lag)));
+  }
   if (options.expected_timers > kMaxTimers) {
     return absl::InvalidArgumentError(
         absl::StrCat("Options::expected_timers must be at most ", kMaxTimers,

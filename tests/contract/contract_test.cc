@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -741,6 +742,383 @@ TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
   EXPECT_TRUE(w.wheel().SetTimer(100, 100, kInterval).ok());
   EXPECT_TRUE(w.wheel().RemoveTimer(100).ok());
   EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// ---------------------------------------------------------------------------
+// docs/api.md "Batch calls" B1-B3.
+
+// B1: a batch is the single calls in span order with one submission time:
+// every item of a SetTimers fires on the same tick, with its own value; a
+// key twice in one batch is set twice (the later wins, the earlier is
+// superseded); MoveTimers and RemoveTimers act on each key.
+TEST(B1Batch, SetTimersIsEachSetInOrderWithOneSubmissionTime) {
+  ManualWheel w(8);
+  std::vector<std::pair<int, int>> items;
+  for (int k = 0; k < 300; ++k) items.emplace_back(k, 1000 + k);
+  items.emplace_back(7, 7777);  // set again later in the same batch
+  ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(items), 3 * kInterval).ok());
+  w.Tick(2);
+  EXPECT_TRUE(w.fires().empty());
+  w.Tick();
+  ASSERT_EQ(w.fires().size(), 300u);
+  for (const Fire& f : w.fires()) {
+    EXPECT_EQ(f.tick, 3);
+    EXPECT_EQ(f.value, f.key == 7 ? 7777 : 1000 + f.key) << f.key;
+  }
+  const Stats s = w.wheel().stats();
+  EXPECT_EQ(s.applied, 301u);
+  EXPECT_EQ(s.superseded, 1u);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+TEST(B1Batch, MoveTimersAndRemoveTimersActOnEveryKey) {
+  ManualWheel w(8);
+  std::vector<std::pair<int, int>> items;
+  for (int k = 0; k < 100; ++k) items.emplace_back(k, k);
+  ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(items), kInterval).ok());
+  std::vector<int> move, remove;
+  for (int k = 0; k < 100; ++k) (k % 3 == 0 ? remove : move).push_back(k);
+  move.push_back(1000);    // absent: ignored
+  remove.push_back(1001);  // absent: ignored
+  ASSERT_TRUE(w.wheel().MoveTimers(move, 5 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().RemoveTimers(remove).ok());
+  w.Tick(4);
+  EXPECT_TRUE(w.fires().empty());
+  w.Tick();
+  std::vector<int> expected(move.begin(), move.end() - 1);
+  EXPECT_EQ(w.KeysFiredAt(5), expected);
+  const Stats s = w.wheel().stats();
+  EXPECT_EQ(s.moved, expected.size());
+  EXPECT_EQ(s.removed, 34u);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// B1: batches and single calls from one thread are applied in the order
+// they were made.
+TEST(B1Batch, BatchesKeepTheirPlaceAmongSingleCalls) {
+  ManualWheel w(8);
+  std::vector<std::pair<int, int>> first = {{1, 1}, {2, 2}};
+  ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(first), kInterval).ok());
+  ASSERT_TRUE(w.wheel().RemoveTimer(1).ok());
+  const std::vector<int> both = {1, 2};
+  ASSERT_TRUE(w.wheel().RemoveTimers(both).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 20, 2 * kInterval).ok());
+  std::vector<std::pair<int, int>> again = {{1, 10}};
+  ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(again), 2 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().MoveTimers(both, std::chrono::milliseconds(30)).ok());
+  w.Tick(2);
+  EXPECT_TRUE(w.fires().empty());
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(3), (std::vector<int>{1, 2}));
+  for (const Fire& f : w.fires()) EXPECT_EQ(f.value, f.key * 10);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// B1: SetTimers moves keys and values out of the items it accepted; the
+// chrono overloads take any duration.
+TEST(B1Batch, SetTimersMovesOutOfItemsAndTakesChrono) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::mutex mu;
+  std::map<std::string, std::string> fired;
+  auto wheel = TimingWheel<std::string, std::string>::Create(
+      ManualOptions(ticker), [&](std::string key, std::string value) {
+        std::lock_guard<std::mutex> lock(mu);
+        fired.emplace(std::move(key), std::move(value));
+      });
+  ASSERT_TRUE(wheel.ok());
+  const std::string long_key(40, 'k'), long_value(40, 'v');
+  std::vector<std::pair<std::string, std::string>> items = {
+      {long_key + "1", long_value + "1"}, {long_key + "2", long_value + "2"}};
+  ASSERT_TRUE(
+      (*wheel)
+          ->SetTimers(absl::MakeSpan(items), std::chrono::milliseconds(10))
+          .ok());
+  for (const auto& [key, value] : items) {
+    EXPECT_TRUE(key.empty());  // libstdc++ empties a moved-from long string
+    EXPECT_TRUE(value.empty());
+  }
+  const std::vector<std::string> keys = {long_key + "2"};
+  ASSERT_TRUE((*wheel)->MoveTimers(keys, std::chrono::milliseconds(20)).ok());
+  EXPECT_EQ(keys.front(), long_key + "2");  // copied, not moved
+  ticker->Tick();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(fired, (std::map<std::string, std::string>{
+                         {long_key + "1", long_value + "1"}}));
+  }
+  ticker->Tick();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(fired.size(), 2u);
+  EXPECT_EQ(fired[long_key + "2"], long_value + "2");
+}
+
+// B2: a refused batch has no effect and leaves `items` as it was: a bad
+// delay, a stopped wheel.
+TEST(B2Batch, RefusedBatchChangesNothing) {
+  auto ticker = std::make_shared<ManualTicker>();
+  std::atomic<int> fired{0};
+  auto wheel = TimingWheel<std::string, std::string>::Create(
+      ManualOptions(ticker), [&](std::string, std::string) { ++fired; });
+  ASSERT_TRUE(wheel.ok());
+  const std::string key(40, 'k'), value(40, 'v');
+  std::vector<std::pair<std::string, std::string>> items = {{key, value}};
+  const std::vector<std::string> keys = {key};
+  for (absl::Duration bad :
+       {absl::ZeroDuration(), -kInterval, absl::InfiniteDuration()}) {
+    EXPECT_EQ((*wheel)->SetTimers(absl::MakeSpan(items), bad).code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ((*wheel)->MoveTimers(keys, bad).code(),
+              StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ((*wheel)
+                ->SetTimers(absl::MakeSpan(items),
+                            std::chrono::duration<double>(-1.0))
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(items.front(), std::make_pair(key, value));
+  ticker->Tick(3);
+  EXPECT_EQ(fired.load(), 0);
+  EXPECT_EQ((*wheel)->stats().applied, 0u);
+
+  ASSERT_TRUE((*wheel)->Stop().ok());
+  EXPECT_EQ((*wheel)->SetTimers(absl::MakeSpan(items), kInterval).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*wheel)->MoveTimers(keys, kInterval).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*wheel)->RemoveTimers(keys).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(items.front(), std::make_pair(key, value));
+}
+
+// B2 with max_pending: a batch that does not fit now is refused whole
+// (ResourceExhausted) and one that never can is InvalidArgument; the loop
+// is kept busy by a blocked callback, as in ErrorsMaxPending.
+TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
+  constexpr int kMaxPending = 5;
+  Event entered, release;
+  Options options = TestOptions();
+  options.max_pending = kMaxPending;
+  ManualWheel w(
+      8,
+      [&](IntWheel&, int key, int) {
+        if (key == 0) {
+          entered.Notify();
+          release.WaitFor(kHangGuard);
+        }
+      },
+      options);
+  std::thread ticking([&] {
+    EXPECT_TRUE(w.wheel().SetTimer(0, 0, kInterval).ok());
+    w.ticker().Tick();
+  });
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+
+  Vec three = {{1, 1}, {2, 2}, {3, 3}};
+  Vec three_more = {{4, 4}, {5, 5}, {6, 6}};
+  Vec six = {{11, 1}, {12, 2}, {13, 3}, {14, 4}, {15, 5}, {16, 6}};
+  EXPECT_TRUE(w.wheel().SetTimers(absl::MakeSpan(three), kInterval).ok());
+  EXPECT_EQ(w.wheel().SetTimers(absl::MakeSpan(three_more), kInterval).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(three_more.front(), std::make_pair(4, 4));
+  const std::vector<int> keys3 = {1, 2, 3};
+  EXPECT_EQ(w.wheel().RemoveTimers(keys3).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(w.wheel().SetTimers(absl::MakeSpan(six), kInterval).code(),
+            StatusCode::kInvalidArgument);
+  const std::vector<int> keys2 = {1, 2};
+  EXPECT_TRUE(w.wheel().MoveTimers(keys2, 2 * kInterval).ok());  // fills it
+
+  release.Notify();
+  ticking.join();
+  // Set during the wheel's tick 1 with one interval, key 3 is due on its
+  // tick 2, w's first (which also records key 0, fired by the other
+  // thread's Tick); keys 1 and 2 were moved one tick further.
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{0, 3}));
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// B3: an empty span is accepted and does nothing.
+TEST(B3Batch, EmptySpanIsAcceptedAndDoesNothing) {
+  ManualWheel w(8);
+  Vec none;
+  EXPECT_TRUE(w.wheel().SetTimers(absl::MakeSpan(none), kInterval).ok());
+  EXPECT_TRUE(w.wheel().MoveTimers({}, kInterval).ok());
+  EXPECT_TRUE(w.wheel().RemoveTimers({}).ok());
+  w.Tick();
+  EXPECT_EQ(w.wheel().stats().applied, 0u);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// Every timer ends exactly one way when several threads submit batches at
+// once: each thread sets its own keys in batches, removes every third key
+// in a batch, and moves the rest; each key then fires once or is removed
+// once, and none is lost.
+TEST(B1Batch, ConcurrentBatchesEndEveryTimerExactlyOnce) {
+  constexpr int kThreads = 4, kPerThread = 3000, kBatch = 256;
+  auto ticker = std::make_shared<ManualTicker>();
+  std::mutex mu;
+  std::map<int, int> fired;  // key -> times fired
+  auto wheel = IntWheel::Create(ManualOptions(ticker, 64), [&](int key, int) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++fired[key];
+  });
+  ASSERT_TRUE(wheel.ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<int> removed, kept;
+      for (int start = 0; start < kPerThread; start += kBatch) {
+        Vec items;
+        for (int i = start; i < std::min(kPerThread, start + kBatch); ++i) {
+          const int key = t * kPerThread + i;
+          items.emplace_back(key, key);
+          (i % 3 == 0 ? removed : kept).push_back(key);
+        }
+        EXPECT_TRUE(
+            (*wheel)->SetTimers(absl::MakeSpan(items), 5 * kInterval).ok());
+      }
+      EXPECT_TRUE((*wheel)->RemoveTimers(removed).ok());
+      EXPECT_TRUE((*wheel)->MoveTimers(kept, 10 * kInterval).ok());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ticker->Tick(9);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(fired.empty());
+  }
+  ticker->Tick();
+  const Stats s = (*wheel)->stats();
+  EXPECT_EQ(s.removed, static_cast<std::uint64_t>(kThreads * 1000));
+  EXPECT_EQ(s.fired, static_cast<std::uint64_t>(kThreads * 2000));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(fired.size(), static_cast<std::size_t>(kThreads * 2000));
+  for (const auto& [key, times] : fired) {
+    EXPECT_EQ(times, 1) << key;
+    EXPECT_NE(key % kPerThread % 3, 0) << key;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// docs/api.md "Overload": Options::max_lag.
+
+TEST(Overload, MaxLagMustBeFiniteAndNotNegative) {
+  EXPECT_EQ(Options().max_lag, absl::ZeroDuration());  // the default: no bound
+  for (absl::Duration bad :
+       {-absl::Nanoseconds(1), -absl::Seconds(1), absl::InfiniteDuration()}) {
+    Options options = TestOptions();
+    options.max_lag = bad;
+    auto wheel = IntWheel::Create(options, [](int, int) {});
+    ASSERT_FALSE(wheel.ok());
+    EXPECT_EQ(wheel.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(wheel.status().message().find("max_lag"), std::string::npos);
+  }
+}
+
+// A call is refused while what is already queued would take the loop longer
+// than max_lag: with a bound of 1 ns, one call may wait in the queue, never
+// two. Only what is already queued counts, so a batch of any size gets into
+// an empty queue. Refused calls have no effect; once the loop catches up,
+// calls are accepted again. The loop is kept busy by a blocked callback.
+TEST(Overload, MaxLagRefusesWhileTheLoopIsBehind) {
+  Event entered, release;
+  Options options = TestOptions();
+  options.max_lag = absl::Nanoseconds(1);
+  ManualWheel w(
+      8,
+      [&](IntWheel&, int key, int) {
+        if (key == 0) {
+          entered.Notify();
+          release.WaitFor(kHangGuard);
+        }
+      },
+      options);
+  std::thread ticking([&] {
+    EXPECT_TRUE(w.wheel().SetTimer(0, 0, kInterval).ok());
+    w.ticker().Tick();
+  });
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+
+  Vec big;
+  for (int k = 1; k <= 1000; ++k) big.emplace_back(k, k);
+  EXPECT_TRUE(w.wheel().SetTimers(absl::MakeSpan(big), kInterval).ok());
+  const absl::Status refused = w.wheel().SetTimer(2000, 0, kInterval);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("max_lag"), std::string::npos);
+  EXPECT_EQ(w.wheel().MoveTimer(1, 3 * kInterval).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(w.wheel().RemoveTimer(1).code(), StatusCode::kResourceExhausted);
+  const std::vector<int> one = {1};
+  EXPECT_EQ(w.wheel().RemoveTimers(one).code(), StatusCode::kResourceExhausted);
+
+  release.Notify();
+  ticking.join();
+  // The batch, set during the wheel's tick 1, fires on its tick 2: w's
+  // first, which also records key 0. The refused remove and move did
+  // nothing.
+  w.Tick();
+  std::vector<int> all(1001);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(w.KeysFiredAt(1), all);
+  EXPECT_TRUE(w.wheel().SetTimer(2000, 0, kInterval).ok());  // caught up
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(2), (std::vector<int>{2000}));
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// Real time, under a flood: two threads set timers as fast as they can,
+// retrying (after a yield) every call max_lag refuses. Every accepted timer
+// fires exactly once and none early, counted from its accepted call; and
+// the flood is pushed back (some calls are refused). No bound on lateness
+// here: speed belongs to bench/ (W5-lag).
+TEST(Overload, FloodWithMaxLagLosesNothing) {
+  constexpr int kThreads = 2, kPerThread = 200000;
+  Options options;
+  options.interval = absl::Milliseconds(1);
+  options.max_lag = absl::Microseconds(50);
+  std::vector<std::atomic<int>> fires(kThreads * kPerThread);
+  std::vector<std::atomic<std::int64_t>> due(kThreads * kPerThread);
+  std::atomic<int> early{0};
+  auto wheel = IntWheel::Create(options, [&](int key, int) {
+    if (absl::ToUnixNanos(absl::Now()) < due[key].load()) ++early;
+    fires[key].fetch_add(1);
+  });
+  ASSERT_TRUE(wheel.ok());
+  std::atomic<std::int64_t> refusals{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const int key = t * kPerThread + i;
+        const absl::Duration delay = absl::Milliseconds(5 + i % 20);
+        for (;;) {
+          // The deadline is at least the accepted call's start + delay.
+          const std::int64_t start = absl::ToUnixNanos(absl::Now());
+          due[key].store(start + absl::ToInt64Nanoseconds(delay));
+          const absl::Status s = (*wheel)->SetTimer(key, key, delay);
+          if (s.ok()) break;
+          ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s;
+          ++refusals;
+          std::this_thread::yield();
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const absl::Time give_up = absl::Now() + kHangGuard;
+  while ((*wheel)->stats().fired < kThreads * kPerThread &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_TRUE((*wheel)->Stop().ok());
+  EXPECT_GT(refusals.load(), 0);
+  EXPECT_EQ(early.load(), 0);
+  for (int key = 0; key < kThreads * kPerThread; ++key) {
+    ASSERT_EQ(fires[key].load(), 1) << key;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -1677,6 +2055,7 @@ TEST(Types, OptionsDefaults) {
   EXPECT_EQ(options.max_pending, 0u);
   EXPECT_EQ(options.ticker, nullptr);
   EXPECT_EQ(options.expected_timers, 0u);  // E1
+  EXPECT_EQ(options.max_lag, absl::ZeroDuration());
 }
 
 // docs/api.md Types, ManualTicker::Tick (c): Tick returns only after every

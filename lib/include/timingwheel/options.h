@@ -32,6 +32,18 @@ struct Options {
   // applied by the loop; beyond it those calls return ResourceExhausted.
   // 0 = unbounded (and the submission path then keeps no shared counter).
   std::size_t max_pending = 0;
+  // Bound on how far behind its callers the loop may fall, 0 = no bound.
+  // By default every well-formed call is accepted, and when callers submit
+  // faster than the loop applies, timers fire late by about the time the
+  // loop needs to work off the backlog (ticks wait for the commands queued
+  // before them). With max_lag > 0, SetTimer/MoveTimer/RemoveTimer (and
+  // their batch forms) return ResourceExhausted, with no effect, while
+  // applying what is already queued would take the loop longer than
+  // max_lag, at its measured pace; timers then fire at most about max_lag
+  // plus one interval late. A refused caller should retry later (after a
+  // yield or a short sleep) or shed the work. Finite, >= 0. Cost: one shared
+  // atomic add a call, as max_pending.
+  absl::Duration max_lag = absl::ZeroDuration();
   // How many timers the wheel is expected to hold at its peak, 0 = unknown.
   // Create sizes the key index for it up front (8 to 16 bytes a timer):
   // otherwise the index doubles as the wheel grows, and each doubling stops

@@ -31,7 +31,9 @@
 #include "absl/memory/memory.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "timingwheel/internal/event_loop.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
@@ -121,7 +123,8 @@ class TimingWheel {
       return absl::ResourceExhaustedError("cannot start worker threads");
     }
     if (absl::Status s = loop->Start(); !s.ok()) return s;
-    return absl::WrapUnique(new TimingWheel(std::move(loop)));
+    return absl::WrapUnique(
+        new TimingWheel(std::move(loop), options.max_pending));
   }
 
   // Stops the wheel (see Stop) and drops the timers that never fired. Must
@@ -170,6 +173,67 @@ class TimingWheel {
     return loop_->Push(Cmd::Remove(std::move(key)));
   }
 
+  // --- Batch calls (docs/api.md "Batch calls"): each is the single call
+  // for every item in span order, with one submission time read once, all
+  // accepted or none (then the status says why and `items` is as it was).
+  // An empty span is accepted and does nothing. Errors as the single calls;
+  // ResourceExhausted when the batch does not fit under max_pending now, and
+  // InvalidArgument when it is larger than a non-zero max_pending and so
+  // never can. Cost on the caller: one clock read, one admission check and
+  // one bulk enqueue for the whole batch, plus building each command in its
+  // queue slot; on the loop: as the single calls. K and V must be nothrow
+  // movable (the queue cannot undo a throw halfway through a batch).
+
+  // SetTimer(key, value, delay) for every item; moves keys and values out of
+  // `items` once accepted.
+  absl::Status SetTimers(absl::Span<std::pair<K, V>> items,
+                         absl::Duration delay) {
+    static_assert(kNothrowMovable, "SetTimers needs nothrow-movable K and V");
+    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
+    if (absl::Status s = CheckBatchSize(items.size()); !s.ok()) return s;
+    if (items.empty()) return absl::OkStatus();
+    const std::uint64_t deadline = loop_->DeadlineTick(delay);
+    return loop_->PushEach(items.size(), [&](std::size_t i) noexcept {
+      return Cmd::Set(std::move(items[i].first), std::move(items[i].second),
+                      deadline);
+    });
+  }
+  template <typename Rep, typename Period>
+  absl::Status SetTimers(absl::Span<std::pair<K, V>> items,
+                         std::chrono::duration<Rep, Period> delay) {
+    return SetTimers(items, internal::ToDuration(delay));
+  }
+
+  // MoveTimer(key, delay) for every key.
+  absl::Status MoveTimers(absl::Span<const K> keys, absl::Duration delay) {
+    static_assert(kNothrowMovable, "MoveTimers needs nothrow-movable K and V");
+    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
+    if (absl::Status s = CheckBatchSize(keys.size()); !s.ok()) return s;
+    if (keys.empty()) return absl::OkStatus();
+    const std::uint64_t deadline = loop_->DeadlineTick(delay);
+    return loop_->PushEach(keys.size(),
+                           [&](std::size_t i) noexcept(kNothrowCopyableKey) {
+                             return Cmd::Move(keys[i], deadline);
+                           });
+  }
+  template <typename Rep, typename Period>
+  absl::Status MoveTimers(absl::Span<const K> keys,
+                          std::chrono::duration<Rep, Period> delay) {
+    return MoveTimers(keys, internal::ToDuration(delay));
+  }
+
+  // RemoveTimer(key) for every key.
+  absl::Status RemoveTimers(absl::Span<const K> keys) {
+    static_assert(kNothrowMovable,
+                  "RemoveTimers needs nothrow-movable K and V");
+    if (absl::Status s = CheckBatchSize(keys.size()); !s.ok()) return s;
+    if (keys.empty()) return absl::OkStatus();
+    return loop_->PushEach(keys.size(),
+                           [&](std::size_t i) noexcept(kNothrowCopyableKey) {
+                             return Cmd::Remove(keys[i]);
+                           });
+  }
+
   // Removes every timer present when the loop applies this command and calls
   // fn(key, value) for each on up to drain_workers threads; returns after
   // every call has returned. Timers set afterwards stay. The drain workers
@@ -202,9 +266,27 @@ class TimingWheel {
   using Loop = internal::EventLoop<K, V, Hash, Eq>;
   using Cmd = internal::Command<K, V>;
 
-  explicit TimingWheel(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
+  static constexpr bool kNothrowMovable =
+      std::is_nothrow_move_constructible_v<K> &&
+      std::is_nothrow_move_constructible_v<V>;
+  static constexpr bool kNothrowCopyableKey =
+      std::is_nothrow_copy_constructible_v<K>;
+
+  explicit TimingWheel(std::unique_ptr<Loop> loop, std::size_t max_pending)
+      : loop_(std::move(loop)), max_pending_(max_pending) {}
+
+  // B2: a batch larger than a non-zero max_pending can never fit.
+  absl::Status CheckBatchSize(std::size_t n) const {
+    if (max_pending_ != 0 && n > max_pending_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch of ", n, " is larger than Options::max_pending (",
+                       max_pending_, ") and can never be accepted"));
+    }
+    return absl::OkStatus();
+  }
 
   std::unique_ptr<Loop> loop_;
+  const std::size_t max_pending_;
 };
 
 }  // namespace timingwheel

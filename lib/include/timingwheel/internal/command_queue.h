@@ -5,11 +5,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <new>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "timingwheel/internal/admission.h"
 #include "timingwheel/internal/moodycamel.h"
 #include "timingwheel/internal/producer_gate.h"
 #include "timingwheel/internal/wakeup.h"
@@ -26,38 +30,50 @@ struct CommandQueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
 
 // Wraps a moodycamel ConcurrentQueue (lock-free; each producer thread's
 // items come out in the order it pushed them) with what the wheel needs
-// around it: refusing pushes once closed, the max_pending bound, and a
-// wake-up for the sleeping consumer.
+// around it: refusing pushes once closed, admission (Options::max_pending
+// and max_lag), and a wake-up for the sleeping consumer.
 template <typename Cmd>
 class CommandQueue {
  public:
-  // max_pending bounds the counted commands in the queue; 0 = unbounded.
-  explicit CommandQueue(std::size_t max_pending) : max_pending_(max_pending) {}
+  CommandQueue(std::size_t max_pending, absl::Duration max_lag)
+      : admission_(max_pending, max_lag) {}
 
-  // Producer side. FailedPrecondition once closed, ResourceExhausted when a
-  // counted command would exceed max_pending. Cost: one enqueue into this
-  // thread's sub-queue, a gate enter/leave, a fence; plus one shared atomic
-  // add when max_pending is set.
+  // Producer side. FailedPrecondition once closed, ResourceExhausted when
+  // admission refuses a keyed command (see Admission). Cost: one enqueue
+  // into this thread's sub-queue, a gate enter/leave, a fence; plus one
+  // shared atomic add when max_pending or max_lag is set.
   absl::Status Push(Cmd cmd) {
     const int ticket = gate_.Enter();
-    if (ticket == ProducerGate::kRefused) {
-      return absl::FailedPreconditionError("timing wheel is stopped");
-    }
-    const bool counted = max_pending_ != 0 && cmd.counted();
-    if (counted && queued_.fetch_add(1, std::memory_order_relaxed) >=
-                       static_cast<std::int64_t>(max_pending_)) {
-      queued_.fetch_sub(1, std::memory_order_relaxed);
-      gate_.Leave(ticket);
-      wakeup_.Wake();  // the loop may be napping on a full queue
-      return absl::ResourceExhaustedError(
-          "timing wheel: max_pending commands already queued");
+    if (ticket == ProducerGate::kRefused) return Stopped();
+    const std::size_t counted = cmd.counted() ? 1 : 0;
+    if (absl::Status s = admission_.Admit(counted); !s.ok()) {
+      return Refused(ticket, std::move(s));
     }
     const bool ok = queue_.enqueue(std::move(cmd));
-    if (!ok && counted) queued_.fetch_sub(1, std::memory_order_relaxed);
-    gate_.Leave(ticket);
-    if (!ok) return absl::ResourceExhaustedError("timing wheel: out of memory");
-    wakeup_.Notify();
-    return absl::OkStatus();
+    return Enqueued(ticket, ok, counted);
+  }
+
+  // Producer side: the n keyed commands make(0), ..., make(n - 1), all or
+  // none, in that order, with one gate pass, one admission and one bulk
+  // enqueue. When make cannot throw, the commands are made in place in the
+  // queue, and only once it has room for all n: when the push fails, make
+  // was not called. Otherwise they are made first into a buffer (so that
+  // a throw leaves nothing queued); std::bad_alloc there is
+  // ResourceExhausted, other exceptions propagate. Errors as Push.
+  template <typename Make>
+  absl::Status PushEach(std::size_t n, Make&& make) {
+    if constexpr (noexcept(make(std::size_t{0}))) {
+      return PushBulk(MadeCommands<Make>(&make), n);
+    } else {
+      std::vector<Cmd> commands;
+      try {
+        commands.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) commands.push_back(make(i));
+      } catch (const std::bad_alloc&) {
+        return absl::ResourceExhaustedError("timing wheel: out of memory");
+      }
+      return PushBulk(std::make_move_iterator(commands.begin()), n);
+    }
   }
 
   // Refuses later pushes and returns once every push in progress is done.
@@ -78,10 +94,10 @@ class CommandQueue {
   // fast producer cannot starve the others.
   std::size_t PopBulk(Cmd* out, std::size_t max) {
     const std::size_t n = queue_.try_dequeue_bulk(consumer_, out, max);
-    if (max_pending_ != 0 && n != 0) {
-      std::int64_t counted = 0;
+    if (admission_.counting() && n != 0) {
+      std::size_t counted = 0;
       for (std::size_t i = 0; i < n; ++i) counted += out[i].counted();
-      queued_.fetch_sub(counted, std::memory_order_relaxed);
+      admission_.Taken(counted);
     }
     return n;
   }
@@ -106,13 +122,79 @@ class CommandQueue {
   // for a whole nap.
   void Nap(absl::Duration nap) { wakeup_.Nap(nap); }
 
+  // True when Options::max_lag is set: the consumer should then time its
+  // work with RecordApplied.
+  bool BoundsLag() const { return admission_.bounds_lag(); }
+  // Consumer side: what applying `commands` took, for max_lag.
+  void RecordApplied(std::size_t commands, absl::Duration elapsed) {
+    admission_.RecordApplied(commands, elapsed);
+  }
+
  private:
+  // An input iterator over make(0), make(1), ...: what moodycamel's bulk
+  // enqueue reads, so each command is built straight into its queue slot.
+  template <typename Make>
+  class MadeCommands {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Cmd;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Cmd;
+
+    explicit MadeCommands(Make* make) : make_(make) {}
+    Cmd operator*() const noexcept { return (*make_)(i_); }
+    MadeCommands& operator++() {
+      ++i_;
+      return *this;
+    }
+    MadeCommands operator++(int) {
+      MadeCommands before = *this;
+      ++i_;
+      return before;
+    }
+
+   private:
+    Make* make_;
+    std::size_t i_ = 0;
+  };
+
+  // n keyed commands read from `first`, dereferenced only once the queue
+  // has room for all of them.
+  template <typename It>
+  absl::Status PushBulk(It first, std::size_t n) {
+    const int ticket = gate_.Enter();
+    if (ticket == ProducerGate::kRefused) return Stopped();
+    if (absl::Status s = admission_.Admit(n); !s.ok()) {
+      return Refused(ticket, std::move(s));
+    }
+    const bool ok = queue_.enqueue_bulk(first, n);
+    return Enqueued(ticket, ok, n);
+  }
+
+  static absl::Status Stopped() {
+    return absl::FailedPreconditionError("timing wheel is stopped");
+  }
+
+  absl::Status Refused(int ticket, absl::Status why) {
+    gate_.Leave(ticket);
+    wakeup_.Wake();  // the loop may be napping on a full queue
+    return why;
+  }
+
+  absl::Status Enqueued(int ticket, bool ok, std::size_t counted) {
+    if (!ok) admission_.Cancel(counted);
+    gate_.Leave(ticket);
+    if (!ok) return absl::ResourceExhaustedError("timing wheel: out of memory");
+    wakeup_.Notify();
+    return absl::OkStatus();
+  }
+
   moodycamel::ConcurrentQueue<Cmd, CommandQueueTraits> queue_;
   moodycamel::ConsumerToken consumer_{queue_};  // the loop's only
   ProducerGate gate_;
   Wakeup wakeup_;
-  const std::size_t max_pending_;
-  alignas(64) std::atomic<std::int64_t> queued_{0};
+  Admission admission_;
 };
 
 }  // namespace internal

@@ -56,7 +56,7 @@ class EventLoop final : public TickSink {
         wheel_(static_cast<std::uint32_t>(options.num_slots)),
         pipeline_(&wheel_),
         batch_(Pipeline::kBatch),
-        queue_(options.max_pending),
+        queue_(options.max_pending, options.max_lag),
         drain_pool_(options.drain_workers, Owner(), &stats_),
         execute_pool_(options.execute_workers, &execute_, Owner(), &stats_) {
     wheel_.Reserve(options.expected_timers);
@@ -94,6 +94,12 @@ class EventLoop final : public TickSink {
   absl::Duration Now() const { return time_.Now(); }
 
   absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
+  // The n keyed commands make(0), ..., make(n - 1), all or none: see
+  // CommandQueue::PushEach.
+  template <typename Make>
+  absl::Status PushEach(std::size_t n, Make&& make) {
+    return queue_.PushEach(n, std::forward<Make>(make));
+  }
 
   // docs/api.md S7: the loop takes every entry, the drain pool runs fn.
   absl::Status Drain(Callback fn) {
@@ -242,16 +248,25 @@ class EventLoop final : public TickSink {
   }
 
   // Applies queued commands until the queue is empty or at least `limit`
-  // were applied; returns how many.
+  // were applied; returns how many. With Options::max_lag, times the work
+  // (two clock reads a call) so that admission knows the loop's pace; a
+  // round that drained the wheel says nothing about that pace.
   std::size_t ApplyQueued(std::size_t limit) {
     std::size_t total = 0;
+    const bool timed = queue_.BoundsLag();
+    const Clock::time_point start = timed ? Clock::now() : Clock::time_point();
+    drained_this_round_ = false;
     for (;;) {
       const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
       pipeline_.Apply(batch_.data(), n, stats_.counts(),
                       [this](Cmd& c) { ApplyUnkeyed(c); });
       total += n;
-      if (n < batch_.size() || total >= limit) return total;
+      if (n < batch_.size() || total >= limit) break;
     }
+    if (timed && !drained_this_round_) {
+      queue_.RecordApplied(total, absl::FromChrono(Clock::now() - start));
+    }
+    return total;
   }
 
   // Drain, Tick and Stop, in their turn among the keyed commands.
@@ -264,6 +279,7 @@ class EventLoop final : public TickSink {
           request->entries.emplace_back(std::move(key), std::move(value));
         });
         stats_.counts().drained += request->entries.size();
+        drained_this_round_ = true;
         request->taken.count_down();
         return;
       }
@@ -331,6 +347,7 @@ class EventLoop final : public TickSink {
   std::vector<Cmd> batch_;  // commands being applied
   Entries fired_;           // for the execute pool
   bool stop_requested_ = false;
+  bool drained_this_round_ = false;  // see ApplyQueued
   // When compaction may start (see CompactStep); kNotCompacting when the
   // wheel does not want it.
   using Clock = std::chrono::steady_clock;

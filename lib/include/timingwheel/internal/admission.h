@@ -1,0 +1,128 @@
+// Whether a call's commands may join the queue: Options::max_pending and
+// Options::max_lag.
+#ifndef TIMINGWHEEL_INTERNAL_ADMISSION_H_
+#define TIMINGWHEEL_INTERNAL_ADMISSION_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace timingwheel {
+namespace internal {
+
+// Counts the keyed commands (set, move, remove) queued but not yet taken by
+// the loop, and refuses a call when
+//  - max_pending is set and the call's n commands would not fit under it
+//    (api.md Errors, B2), or
+//  - max_lag is set and applying what is already queued would take the loop
+//    longer than max_lag (api.md "Overload").
+// The loop's cost per command is not known in advance and changes with the
+// wheel's size and the mix of commands, so the loop measures it as it
+// applies batches (RecordApplied) and publishes how many commands it can
+// apply within max_lag; a producer compares the queued count with that.
+// Only what is already queued decides, not the size of the call, so a call
+// of any size is admitted into an empty queue and no caller retries for
+// ever.
+//
+// With neither bound set nothing is counted and Admit costs one predictable
+// branch; with one set, every call pays one shared atomic add (and the loop
+// one subtract per batch).
+class Admission {
+ public:
+  Admission(std::size_t max_pending, absl::Duration max_lag)
+      : max_pending_(max_pending == 0 ? std::numeric_limits<std::int64_t>::max()
+                                      : static_cast<std::int64_t>(max_pending)),
+        max_lag_ns_(max_lag > absl::ZeroDuration()
+                        ? absl::ToDoubleNanoseconds(max_lag)
+                        : 0),
+        counting_(max_pending != 0 || max_lag_ns_ > 0) {
+    if (max_lag_ns_ > 0) PublishLimit();
+  }
+
+  // Producer side: admits n keyed commands (n >= 0) or says why not. When
+  // admitted, the caller must enqueue them or call Cancel(n).
+  absl::Status Admit(std::size_t n) {
+    if (!counting_ || n == 0) return absl::OkStatus();
+    const auto count = static_cast<std::int64_t>(n);
+    const std::int64_t before =
+        queued_.fetch_add(count, std::memory_order_relaxed);
+    if (before + count > max_pending_) {
+      Cancel(n);
+      return absl::ResourceExhaustedError(
+          "timing wheel: max_pending commands already queued");
+    }
+    if (before > lag_limit_.load(std::memory_order_relaxed)) {
+      Cancel(n);
+      return absl::ResourceExhaustedError(
+          "timing wheel: the loop is more than max_lag behind; retry later");
+    }
+    return absl::OkStatus();
+  }
+
+  // Producer side: takes back an Admit whose commands were not enqueued.
+  void Cancel(std::size_t n) {
+    if (counting_ && n != 0) {
+      queued_.fetch_sub(static_cast<std::int64_t>(n),
+                        std::memory_order_relaxed);
+    }
+  }
+
+  // True when a bound is set and calls are counted.
+  bool counting() const { return counting_; }
+  // True when max_lag is set.
+  bool bounds_lag() const { return max_lag_ns_ > 0; }
+
+  // Loop side: the loop has taken n keyed commands off the queue.
+  void Taken(std::size_t n) {
+    if (counting_ && n != 0) {
+      queued_.fetch_sub(static_cast<std::int64_t>(n),
+                        std::memory_order_relaxed);
+    }
+  }
+
+  // Loop side, with max_lag set: the loop spent `elapsed` applying
+  // `commands` commands (of every kind). Samples too small to time well
+  // are ignored; the rest move the estimate a quarter of the way, so one
+  // round slowed by preemption lowers the limit for a few rounds only.
+  void RecordApplied(std::size_t commands, absl::Duration elapsed) {
+    if (max_lag_ns_ <= 0 || commands < kMinSample) return;
+    const double per_command =
+        absl::ToDoubleNanoseconds(elapsed) / static_cast<double>(commands);
+    ns_per_command_ += (per_command - ns_per_command_) / 4;
+    PublishLimit();
+  }
+
+  // Loop side: the current estimate, for tests and stats.
+  double ns_per_command() const { return ns_per_command_; }
+
+ private:
+  // Commands a sample must have for its time to count.
+  static constexpr std::size_t kMinSample = 64;
+  // Before any sample: a pessimistic guess for a wheel of millions.
+  static constexpr double kInitialNsPerCommand = 200;
+
+  void PublishLimit() {
+    const double limit = max_lag_ns_ / std::max(ns_per_command_, 1.0);
+    lag_limit_.store(static_cast<std::int64_t>(std::min(limit, 1e15)),
+                     std::memory_order_relaxed);
+  }
+
+  const std::int64_t max_pending_;
+  const double max_lag_ns_;  // 0: no lag bound
+  const bool counting_;
+  double ns_per_command_ = kInitialNsPerCommand;  // loop thread only
+  // Commands the loop can apply within max_lag; no bound without max_lag.
+  alignas(64) std::atomic<std::int64_t> lag_limit_{
+      std::numeric_limits<std::int64_t>::max()};
+  alignas(64) std::atomic<std::int64_t> queued_{0};
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_ADMISSION_H_
