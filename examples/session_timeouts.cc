@@ -1,8 +1,9 @@
 // Session idle timeouts: the main timingwheel demo.
 //
 // Every simulated session holds one timer, keyed by session id. Client
-// threads "serve requests" by touching sessions with MoveTimer(id, idle);
-// a session nobody touches for `idle` fires, and the callback closes it.
+// threads "serve requests" in batches, touching the sessions of each batch
+// with one MoveTimers(ids, idle) call; a session nobody touches for `idle`
+// fires, and the callback closes it.
 //
 // The workload is skewed like real traffic: a hot set of sessions is touched
 // all the time and never closes, while the long tail stops being touched at a
@@ -118,11 +119,11 @@ class Simulation {
     timingwheel::Options options;
     options.interval = absl::Milliseconds(config_.interval_ms);
     options.num_slots = config_.slots;
-    // Backpressure: if clients outrun the loop, MoveTimer says
-    // ResourceExhausted instead of letting the queue grow. A small bound also
+    // Backpressure: if clients outrun the loop, MoveTimers says
+    // ResourceExhausted instead of letting the queue grow. The bound also
     // keeps commands applied within milliseconds of the call, which the
     // early-close check relies on (see Touch).
-    options.max_pending = 8192;
+    options.max_lag = absl::Milliseconds(5);
     auto wheel = Wheel::Create(
         options,
         [this](std::uint32_t id, std::int64_t opened) { Close(id, opened); });
@@ -173,7 +174,7 @@ class Simulation {
     }
     closed_.fetch_add(1, std::memory_order_relaxed);
     lifetime_ns_.fetch_add(now - opened, std::memory_order_relaxed);
-    // Clients record the touch time just before MoveTimer reads the clock,
+    // Clients record the touch time before MoveTimers reads the clock,
     // so this deadline is never later than the wheel's: lateness may be
     // overstated by a few ns, an early fire is never hidden.
     const std::int64_t deadline = touched + idle_ns_;
@@ -198,6 +199,11 @@ class Simulation {
     const double my_share = 1.0 / config_.clients;
     const auto initial = static_cast<std::int64_t>(config_.sessions * my_share);
     std::uint64_t touches = 0;
+    // One batch call per round for the sessions it opened, one for those
+    // its requests touched: a server handling a batch of requests submits
+    // its timers the same way.
+    std::vector<std::pair<std::uint32_t, std::int64_t>> opening;
+    std::vector<std::uint32_t> touched;
 
     while (!stop_.load(std::memory_order_relaxed)) {
       const std::int64_t now = MonoNanos();
@@ -219,8 +225,13 @@ class Simulation {
                                rng, 1.0 / (config_.stay_ms * 1e6)));
         last_touch_[id].store(now);
         created_.fetch_add(1, std::memory_order_relaxed);
-        Submit([&] { return wheel_->SetTimer(id, now, idle_); });
+        opening.emplace_back(id, now);
         (is_hot ? hot : live).push_back(id);
+      }
+      if (!opening.empty()) {
+        Submit(
+            [&] { return wheel_->SetTimers(absl::MakeSpan(opening), idle_); });
+        opening.clear();
       }
 
       // A batch of requests: half hit the hot set, half any live session.
@@ -232,18 +243,24 @@ class Simulation {
         if (set.empty()) break;
         const std::size_t k = absl::Uniform<std::size_t>(rng, 0, set.size());
         if (Touch(set[k], MonoNanos())) {
+          touched.push_back(set[k]);
           ++touches;
         } else {  // left or closed: stop picking it
           set[k] = set.back();
           set.pop_back();
         }
       }
+      if (!touched.empty()) {
+        Submit([&] { return wheel_->MoveTimers(touched, idle_); });
+        touched.clear();
+      }
       touches_.fetch_add(touches, std::memory_order_relaxed);
       touches = 0;
     }
   }
 
-  // A request on session `id`; false once the session is gone for good.
+  // A request on session `id`: records the touch, for the caller to move
+  // the session's timer; false once the session is gone for good.
   bool Touch(std::uint32_t id, std::int64_t now) {
     if (now >= leave_at_[id]) return false;  // the user left
     std::int64_t last = last_touch_[id].load(std::memory_order_relaxed);
@@ -253,16 +270,14 @@ class Simulation {
     // A real server sees "request arrived as the session closed"; here it
     // would look like an early close, so such a session is left to expire.
     // The margin, half the timeout, is far more than the loop's lag, which
-    // max_pending bounds.
+    // max_lag bounds, plus the time to fill a batch of touches.
     if (now - last > idle_ns_ / 2) return false;
-    if (!last_touch_[id].compare_exchange_strong(last, now)) {
-      return false;  // closed just now
-    }
-    Submit([&] { return wheel_->MoveTimer(id, idle_); });
-    return true;
+    // Recorded before MoveTimers reads the clock, so the wheel's deadline is
+    // never earlier than this touch's.
+    return last_touch_[id].compare_exchange_strong(last, now);
   }
 
-  // Retries a wheel call while the loop is backlogged (max_pending).
+  // Retries a wheel call while the loop is backlogged (max_lag).
   template <typename Call>
   void Submit(Call call) {
     for (;;) {
@@ -389,7 +404,7 @@ class Simulation {
 int main(int argc, char** argv) {
   Config config;
   support::Flags flags(
-      "Simulated sessions touched by client threads with MoveTimer; the wheel "
+      "Simulated sessions touched by client threads with MoveTimers; the wheel "
       "closes the idle ones.");
   flags.Add("sessions", &config.sessions,
             "sessions at the start; arrivals replace users who leave");
