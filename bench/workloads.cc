@@ -92,7 +92,7 @@ Config ParseFlags(int argc, char** argv) {
       "Runs the workloads W1-W9 of docs/peers.md and prints one JSON line per "
       "result.");
   flags.Add("only", &only,
-            "comma-separated workloads to run (w1,...,w9,drain; all)");
+            "comma-separated workloads to run (w1,...,w9,w5-lag,drain; all)");
   flags.Add("n", &c.n, "timers per workload W1-W7 and drain");
   flags.Add("seconds", &c.seconds, "W6 and W7 measurement window in seconds");
   flags.Add("w8_n", &c.w8_n, "W8 timers");
@@ -270,12 +270,14 @@ std::int64_t LoopCpuNs(const std::map<long, std::int64_t>& before,
 
 std::unique_ptr<TW> MakeWheel(absl::Duration interval, int slots,
                               int execute_workers, TW::Execute execute,
-                              std::int64_t expected_timers = 0) {
+                              std::int64_t expected_timers = 0,
+                              absl::Duration max_lag = absl::ZeroDuration()) {
   timingwheel::Options o;
   o.interval = interval;
   o.num_slots = slots;
   o.execute_workers = execute_workers;
   o.expected_timers = static_cast<std::size_t>(expected_timers);
+  o.max_lag = max_lag;
   auto w = TW::Create(o, std::move(execute));
   if (!w.ok()) {
     std::fprintf(stderr, "Create: %s\n", w.status().ToString().c_str());
@@ -310,7 +312,11 @@ std::vector<std::int64_t> RunFreshProcess(const char* self,
 // present keys) and W3 (remove all in random order), all from `producers`
 // threads that each submit an equal share. Interval 1 s, 512 slots, delays
 // uniform in [10 s, 600 s]: nothing fires during the run.
-void RunSetMoveRemove(const Context& ctx, int producers) {
+//
+// batch > 0: W1b, W2b, W3b, the same with SetTimers, MoveTimers and
+// RemoveTimers of `batch` items a call; a batch takes the delay of its
+// first item.
+void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
   const std::int64_t n = ctx.flags.n;
   Rng rng(1234 + producers);
   // Everything a producer needs is computed before the clock starts, so
@@ -318,6 +324,7 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
   std::vector<std::uint64_t> keys(n);
   std::vector<std::int64_t> set_delay_ms(n), move_delay_ms(n);
   std::vector<std::uint64_t> move_keys(n), remove_keys(n);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> set_items;
   for (std::int64_t i = 0; i < n; ++i) {
     keys[i] = Mix(static_cast<std::uint64_t>(i));
     set_delay_ms[i] = rng.Between(10000, 600000);
@@ -329,6 +336,11 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
   remove_keys = keys;
   for (std::int64_t i = n - 1; i > 0; --i) {
     std::swap(remove_keys[i], remove_keys[rng.Below(i + 1)]);
+  }
+  if (batch > 0) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      set_items.emplace_back(keys[i], static_cast<std::uint64_t>(i));
+    }
   }
 
   auto wheel =
@@ -343,13 +355,17 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
   // the mercy of whoever else runs on this machine) it reports CPU time per
   // command on each side: the producers' (the call) and the loop thread's
   // (dequeue + apply), which are steadier figures on a shared machine.
-  auto phase = [&](const char* workload, const char* name, auto submit_one) {
+  //
+  // submit(i, count) submits the commands [i, i + count): one at a time
+  // (count 1), or as one batch call.
+  auto phase = [&](const char* workload, const char* name, auto submit) {
     const std::uint64_t before = wheel->stats().applied;
     const auto cpu_before = ThreadCpuNs();
+    const std::int64_t step = batch > 0 ? batch : 1;
     const ProducerRun run = RunProducers(producers, [&](int p) {
       auto [b, e] = share(p);
-      for (std::int64_t i = b; i < e; ++i) {
-        if (!submit_one(i).ok()) errors.fetch_add(1);
+      for (std::int64_t i = b; i < e; i += step) {
+        if (!submit(i, std::min(step, e - i)).ok()) errors.fetch_add(1);
       }
     });
     const Clock::time_point applied =
@@ -364,6 +380,7 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
     j.Add("workload", workload)
         .Add("name", name)
         .Add("producers", producers)
+        .Add("batch", batch)
         .Add("n", n)
         .Add("interval_ms", 1000)
         .Add("slots", 512)
@@ -387,19 +404,38 @@ void RunSetMoveRemove(const Context& ctx, int producers) {
                static_cast<double>(loop_ns) / n, s.pending));
   };
 
-  phase("W1", "set", [&](std::int64_t i) {
+  if (batch > 0) {
+    phase("W1b", "set batch", [&](std::int64_t i, std::int64_t count) {
+      return wheel->SetTimers(absl::MakeSpan(&set_items[i], count),
+                              absl::Milliseconds(set_delay_ms[i]));
+    });
+    if (Wanted(ctx.flags, "w2")) {
+      phase("W2b", "move batch", [&](std::int64_t i, std::int64_t count) {
+        return wheel->MoveTimers(absl::MakeConstSpan(&move_keys[i], count),
+                                 absl::Milliseconds(move_delay_ms[i]));
+      });
+    }
+    if (Wanted(ctx.flags, "w3")) {
+      phase("W3b", "remove batch", [&](std::int64_t i, std::int64_t count) {
+        return wheel->RemoveTimers(absl::MakeConstSpan(&remove_keys[i], count));
+      });
+    }
+    return;
+  }
+  phase("W1", "set", [&](std::int64_t i, std::int64_t) {
     return wheel->SetTimer(keys[i], static_cast<std::uint64_t>(i),
                            absl::Milliseconds(set_delay_ms[i]));
   });
   if (Wanted(ctx.flags, "w2")) {
-    phase("W2", "move", [&](std::int64_t i) {
+    phase("W2", "move", [&](std::int64_t i, std::int64_t) {
       return wheel->MoveTimer(move_keys[i],
                               absl::Milliseconds(move_delay_ms[i]));
     });
   }
   if (Wanted(ctx.flags, "w3")) {
-    phase("W3", "remove",
-          [&](std::int64_t i) { return wheel->RemoveTimer(remove_keys[i]); });
+    phase("W3", "remove", [&](std::int64_t i, std::int64_t) {
+      return wheel->RemoveTimer(remove_keys[i]);
+    });
   }
 }
 
@@ -643,7 +679,12 @@ Firings AnalyseFirings(const FireRecorder& recorder,
 //
 // presized: Options::expected_timers = N, so that the key index never grows
 // (a growth stops the loop ~5 ms at 786,432 timers; see options.h).
-void RunW5(const Context& ctx, int workers, bool presized) {
+//
+// A call refused with ResourceExhausted is retried after a yield, and its
+// timer's deadline counts from the accepted call. W5-lag: Options::max_lag
+// = `max_lag` and `producers` threads flooding at once, each an equal share.
+void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
+           absl::Duration max_lag = absl::ZeroDuration()) {
   const std::int64_t n = ctx.flags.n;
   std::vector<std::int64_t> delay_ns(n), deadline_ns(n);
   Rng rng(5);
@@ -654,24 +695,36 @@ void RunW5(const Context& ctx, int workers, bool presized) {
   auto wheel = MakeWheel(
       absl::Milliseconds(1), 128, workers,
       [&recorder](std::uint64_t key, std::uint64_t) { recorder.Record(key); },
-      presized ? n : 0);
+      presized ? n : 0, max_lag);
   // CPU per timer on each side: the producer (this thread) and the wheel's
   // own threads (loop and workers), to weigh against the 2 cores.
   const double process_cpu0 = ProcessCpuSeconds();
-  const double producer_cpu0 = ThreadCpuSeconds();
   const std::int64_t start = MonoNanos();
-  for (std::int64_t i = 0; i < n; ++i) {
-    // The deadline as api.md defines it, from a time read before the call:
-    // the library reads its own clock later, so its deadline is >= ours and
-    // "early" below can only under-report lateness, never invent earliness.
-    deadline_ns[i] = MonoNanos() + delay_ns[i];
-    wheel
-        ->SetTimer(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(i),
-                   absl::Nanoseconds(delay_ns[i]))
-        .IgnoreError();
-  }
+  std::atomic<std::int64_t> refusals{0}, errors{0};
+  const ProducerRun run = RunProducers(producers, [&](int p) {
+    std::int64_t refused = 0;
+    for (std::int64_t i = n * p / producers; i < n * (p + 1) / producers; ++i) {
+      for (;;) {
+        // The deadline as api.md defines it, from a time read before the
+        // call: the library reads its own clock later, so its deadline is
+        // >= ours and "early" below can only under-report lateness, never
+        // invent earliness.
+        deadline_ns[i] = MonoNanos() + delay_ns[i];
+        const absl::Status st = wheel->SetTimer(static_cast<std::uint64_t>(i),
+                                                static_cast<std::uint64_t>(i),
+                                                absl::Nanoseconds(delay_ns[i]));
+        if (!absl::IsResourceExhausted(st)) {
+          if (!st.ok()) errors.fetch_add(1);
+          break;
+        }
+        ++refused;
+        std::this_thread::yield();
+      }
+    }
+    refusals.fetch_add(refused);
+  });
   const std::int64_t submitted = MonoNanos();
-  const double producer_cpu = ThreadCpuSeconds() - producer_cpu0;
+  const double producer_cpu = run.cpu_seconds;
   // Wait for every callback, or give up after a generous minute.
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(60);
   while (recorder.Logged() < n && Clock::now() < give_up) {
@@ -679,20 +732,24 @@ void RunW5(const Context& ctx, int workers, bool presized) {
   }
   const std::int64_t ran = recorder.Logged();
   // Our waiting (1 ms sleeps) is noise next to the wheel's threads' work.
-  const double wheel_cpu =
-      ProcessCpuSeconds() - process_cpu0 - (ThreadCpuSeconds() - producer_cpu0);
+  const double wheel_cpu = ProcessCpuSeconds() - process_cpu0 - producer_cpu;
   wheel.reset();  // joins the workers: the logs are ours now
   const Firings f = AnalyseFirings(recorder, deadline_ns,
                                    std::numeric_limits<std::int64_t>::min(),
                                    std::numeric_limits<std::int64_t>::max());
   const double wall = (std::max(start, f.last_ns) - start) / 1e9;
+  const bool lag = max_lag > absl::ZeroDuration();
   Json j;
-  j.Add("workload", "W5")
+  j.Add("workload", lag ? "W5-lag" : "W5")
       .Add("name", "expire")
       .Add("n", n)
       .Add("interval_ms", 1)
       .Add("slots", 128)
       .Add("execute_workers", workers)
+      .Add("producers", producers)
+      .Add("max_lag_ms", absl::ToDoubleMilliseconds(max_lag))
+      .Add("refusals", refusals.load())
+      .Add("errors", errors.load())
       .Add("presized", presized ? 1 : 0)
       .Add("delay_ms_min", 50)
       .Add("delay_ms_max", 150)
@@ -710,14 +767,18 @@ void RunW5(const Context& ctx, int workers, bool presized) {
       .Add("producer_cpu_ns_per_timer", producer_cpu * 1e9 / n)
       .Add("wheel_cpu_ns_per_timer", wheel_cpu * 1e9 / n);
   ctx.results.Print(
-      j, absl::StrFormat(
-             "W5 expire, %d worker(s)%s: all %" PRId64
-             " callbacks done %.3f s after the first submission (submitting "
-             "took %.3f s); lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
-             "early %" PRId64 ", twice %" PRId64 ", never %" PRId64,
-             workers, presized ? ", index pre-sized" : "", ran, wall,
-             (submitted - start) / 1e9, f.LateMs(0.5), f.LateMs(0.99),
-             f.MaxLateMs(), f.early, f.twice, f.never));
+      j,
+      absl::StrFormat(
+          "%s expire, %d worker(s), %d producer(s)%s%s: all %" PRId64
+          " callbacks done %.3f s after the first submission (submitting "
+          "took %.3f s, %" PRId64
+          " refusals retried); lateness p50 %.2f ms, p99 %.2f ms, max "
+          "%.2f ms; early %" PRId64 ", twice %" PRId64 ", never %" PRId64,
+          lag ? "W5-lag" : "W5", workers, producers,
+          presized ? ", index pre-sized" : "",
+          lag ? absl::StrCat(", max_lag ", absl::FormatDuration(max_lag)) : "",
+          ran, wall, (submitted - start) / 1e9, refusals.load(), f.LateMs(0.5),
+          f.LateMs(0.99), f.MaxLateMs(), f.early, f.twice, f.never));
 }
 
 // ------------------------------------------------------------------ W6 --
@@ -1228,12 +1289,17 @@ int main(int argc, char** argv) {
   if (Wanted(flags, "w1") || Wanted(flags, "w2") || Wanted(flags, "w3")) {
     RunSetMoveRemove(ctx, 1);
     RunSetMoveRemove(ctx, 2);
+    RunSetMoveRemove(ctx, 1, /*batch=*/256);
   }
   if (Wanted(flags, "w4")) RunW4(ctx, self);
   if (Wanted(flags, "w5")) {
     RunW5(ctx, 1, /*presized=*/false);
     RunW5(ctx, 2, /*presized=*/false);
     RunW5(ctx, 1, /*presized=*/true);
+  }
+  if (Wanted(flags, "w5-lag")) {
+    RunW5(ctx, 1, /*presized=*/false, /*producers=*/2,
+          /*max_lag=*/absl::Milliseconds(2));
   }
   if (Wanted(flags, "w6")) RunW6(ctx);
   if (Wanted(flags, "w7")) RunW7(ctx);
