@@ -21,10 +21,11 @@ namespace internal {
 //    (api.md Errors, B2), or
 //  - max_lag is set and applying what is already queued would take the loop
 //    longer than max_lag (api.md "Overload").
-// The loop's cost per command is not known in advance and changes with the
-// wheel's size and the mix of commands, so the loop measures it as it
-// applies batches (RecordApplied) and publishes how many commands it can
-// apply within max_lag; a producer compares the queued count with that.
+// The loop's pace is not known in advance and changes with the wheel's
+// size, the mix of commands, the timers firing and the machine's load, so
+// the loop measures it in wall time while busy (RecordApplied) and
+// publishes how many commands it works off within max_lag; a producer
+// compares the queued count with that.
 // Only what is already queued decides, not the size of the call, so a call
 // of any size is admitted into an empty queue and no caller retries for
 // ever.
@@ -85,12 +86,13 @@ class Admission {
     }
   }
 
-  // Loop side, with max_lag set: the loop spent `elapsed` applying
-  // `commands` commands (of every kind). Samples too small to time well
-  // are ignored; the rest move the estimate a quarter of the way, so one
-  // round slowed by preemption lowers the limit for a few rounds only.
+  // Loop side, with max_lag set: the loop took `elapsed` of wall time,
+  // all its work included, to apply `commands` commands (> 0). Each sample
+  // moves the estimate a quarter of the way, so that one stretch slowed by
+  // preemption or a burst of firing lowers the limit for a few samples
+  // only.
   void RecordApplied(std::size_t commands, absl::Duration elapsed) {
-    if (max_lag_ns_ <= 0 || commands < kMinSample) return;
+    if (max_lag_ns_ <= 0 || commands == 0) return;
     const double per_command =
         absl::ToDoubleNanoseconds(elapsed) / static_cast<double>(commands);
     ns_per_command_ += (per_command - ns_per_command_) / 4;
@@ -101,8 +103,6 @@ class Admission {
   double ns_per_command() const { return ns_per_command_; }
 
  private:
-  // Commands a sample must have for its time to count.
-  static constexpr std::size_t kMinSample = 64;
   // Before any sample: a pessimistic guess for a wheel of millions.
   static constexpr double kInitialNsPerCommand = 200;
 

@@ -157,6 +157,7 @@ class EventLoop final : public TickSink {
 
  private:
   using Pipeline = ApplyPipeline<K, V, Hash, Eq>;
+  using Clock = std::chrono::steady_clock;
 
   // Commands applied per round at least, before the loop looks at the clock
   // again (more when more were already queued: see Run).
@@ -170,6 +171,9 @@ class EventLoop final : public TickSink {
   static constexpr std::size_t kCompactBudget = 1024;
   // How long the wheel must have wanted to give memory back before it does.
   static constexpr absl::Duration kCompactDelay = absl::Seconds(1);
+  // MeasurePace's window: at most this many commands, or this long.
+  static constexpr std::size_t kPaceCommands = 1024;
+  static constexpr std::chrono::microseconds kPaceWindow{1000};
   // Longest sleep; a safety net against a missed wake-up or clock oddities.
   static constexpr absl::Duration kMaxSleep = absl::Seconds(1);
   // After a round that applied commands the loop naps this long before
@@ -183,7 +187,10 @@ class EventLoop final : public TickSink {
 
   void Run() {
     bool streaming = false;  // the last round applied commands
+    bool slept = true;       // since the last MeasurePace
     for (;;) {
+      MeasurePace(slept);
+      slept = false;
       // Learn which ticks are due *before* taking commands, then take
       // commands until every producer's queue is found empty, so a tick
       // does not run ahead of a command already waiting when it became due
@@ -195,6 +202,7 @@ class EventLoop final : public TickSink {
       const std::uint64_t due = time_.DueTick(wheel_.now());
       const std::size_t applied =
           ApplyQueued(std::max(kMinCommandsPerRound, queue_.SizeApprox()));
+      pace_commands_ += applied;
       if (stop_requested_) {
         FinishStop();
         return;
@@ -223,6 +231,7 @@ class EventLoop final : public TickSink {
         } else {
           queue_.WaitForWork(wait);
         }
+        slept = true;
       }
       streaming = false;
     }
@@ -248,25 +257,40 @@ class EventLoop final : public TickSink {
   }
 
   // Applies queued commands until the queue is empty or at least `limit`
-  // were applied; returns how many. With Options::max_lag, times the work
-  // (two clock reads a call) so that admission knows the loop's pace; a
-  // round that drained the wheel says nothing about that pace.
+  // were applied; returns how many.
   std::size_t ApplyQueued(std::size_t limit) {
     std::size_t total = 0;
-    const bool timed = queue_.BoundsLag();
-    const Clock::time_point start = timed ? Clock::now() : Clock::time_point();
-    drained_this_round_ = false;
     for (;;) {
       const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
       pipeline_.Apply(batch_.data(), n, stats_.counts(),
                       [this](Cmd& c) { ApplyUnkeyed(c); });
       total += n;
-      if (n < batch_.size() || total >= limit) break;
+      if (n < batch_.size() || total >= limit) return total;
     }
-    if (timed && !drained_this_round_) {
-      queue_.RecordApplied(total, absl::FromChrono(Clock::now() - start));
+  }
+
+  // Options::max_lag: the loop's pace, for admission. Measured in wall time
+  // over busy stretches, ticks and all (whatever keeps the loop from the
+  // queue delays a queued command just as much), in windows of
+  // kPaceCommands commands or kPaceWindow, whichever ends first. Called at
+  // the start of each round, with `slept` when the loop slept since the
+  // last call: idle time says nothing about the pace. A window that drained
+  // the wheel is dropped (a Drain's cost is its own, not the commands').
+  void MeasurePace(bool slept) {
+    if (!queue_.BoundsLag()) return;
+    const Clock::time_point now = Clock::now();
+    if (slept || drained_in_window_) {
+      pace_start_ = now;
+      pace_commands_ = 0;
+      drained_in_window_ = false;
+      return;
     }
-    return total;
+    if (pace_commands_ >= kPaceCommands ||
+        (pace_commands_ != 0 && now - pace_start_ >= kPaceWindow)) {
+      queue_.RecordApplied(pace_commands_, absl::FromChrono(now - pace_start_));
+      pace_start_ = now;
+      pace_commands_ = 0;
+    }
   }
 
   // Drain, Tick and Stop, in their turn among the keyed commands.
@@ -279,7 +303,7 @@ class EventLoop final : public TickSink {
           request->entries.emplace_back(std::move(key), std::move(value));
         });
         stats_.counts().drained += request->entries.size();
-        drained_this_round_ = true;
+        drained_in_window_ = true;
         request->taken.count_down();
         return;
       }
@@ -347,10 +371,13 @@ class EventLoop final : public TickSink {
   std::vector<Cmd> batch_;  // commands being applied
   Entries fired_;           // for the execute pool
   bool stop_requested_ = false;
-  bool drained_this_round_ = false;  // see ApplyQueued
+  // MeasurePace's window: since when, how many commands, whether a Drain
+  // ran in it.
+  Clock::time_point pace_start_ = Clock::now();
+  std::size_t pace_commands_ = 0;
+  bool drained_in_window_ = false;
   // When compaction may start (see CompactStep); kNotCompacting when the
   // wheel does not want it.
-  using Clock = std::chrono::steady_clock;
   static constexpr Clock::time_point kNotCompacting = Clock::time_point::max();
   Clock::time_point compact_after_ = kNotCompacting;
 
