@@ -4,6 +4,8 @@
 // B2Batch, Overload).
 #include "timingwheel/internal/admission.h"
 
+#include <chrono>
+
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -74,6 +76,30 @@ TEST(Admission, OneSlowSampleDoesNotShutTheGate) {
   EXPECT_GT(a.ns_per_command(), 1000);
   for (int i = 0; i < 60; ++i) a.RecordApplied(1000, absl::Microseconds(50));
   EXPECT_LT(a.ns_per_command(), 60);
+}
+
+// A busy loop that has not come round to the queue for longer than max_lag
+// is behind whatever its pace; an idle one (asleep until the next command)
+// is not, and an empty queue admits anything.
+TEST(Admission, MaxLagRefusesWhileABusyLoopHasNotComeRound) {
+  Admission a(0, absl::Milliseconds(5));
+  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  a.RoundStarts(now_ns());  // busy, came round just now
+  EXPECT_TRUE(a.Admit(1).ok());
+  EXPECT_TRUE(a.Admit(1).ok());        // 1 queued: far under the pace limit
+  a.RoundStarts(now_ns() - 10000000);  // last came round 10 ms ago
+  EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
+  a.Taken(2);
+  EXPECT_TRUE(a.Admit(1).ok());  // an empty queue admits anything
+  a.Idle();                      // asleep: woken by the next command
+  EXPECT_TRUE(a.Admit(1).ok());
+  a.RoundStarts(now_ns());
+  EXPECT_TRUE(a.Admit(1).ok());
 }
 
 // Both bounds at once: each refuses on its own terms.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -20,7 +21,8 @@ namespace internal {
 //  - max_pending is set and the call's n commands would not fit under it
 //    (api.md Errors, B2), or
 //  - max_lag is set and applying what is already queued would take the loop
-//    longer than max_lag (api.md "Overload").
+//    longer than max_lag (api.md "Overload"): at the loop's measured pace,
+//    or because the loop has not come round to the queue for max_lag.
 // The loop's pace is not known in advance and changes with the wheel's
 // size, the mix of commands, the timers firing and the machine's load, so
 // the loop measures it in wall time while busy (RecordApplied) and
@@ -32,7 +34,8 @@ namespace internal {
 //
 // With neither bound set nothing is counted and Admit costs one predictable
 // branch; with one set, every call pays one shared atomic add (and the loop
-// one subtract per batch).
+// one subtract per batch); with max_lag, a call that finds commands queued
+// while the loop is busy also reads the clock.
 class Admission {
  public:
   Admission(std::size_t max_pending, absl::Duration max_lag)
@@ -57,7 +60,7 @@ class Admission {
       return absl::ResourceExhaustedError(
           "timing wheel: max_pending commands already queued");
     }
-    if (before > lag_limit_.load(std::memory_order_relaxed)) {
+    if (before > 0 && max_lag_ns_ > 0 && LoopIsBehind(before)) {
       Cancel(n);
       return absl::ResourceExhaustedError(
           "timing wheel: the loop is more than max_lag behind; retry later");
@@ -99,12 +102,39 @@ class Admission {
     PublishLimit();
   }
 
+  // Loop side, with max_lag set: the loop starts a round of taking
+  // commands now (steady-clock nanoseconds), or is about to sleep (Idle).
+  // A loop that has not come round to the queue for longer than max_lag
+  // (preempted on a crowded machine, or busy with a heavy tick) is behind
+  // whatever its pace: its queued commands have waited that long already.
+  void RoundStarts(std::int64_t now_ns) {
+    round_ns_.store(now_ns, std::memory_order_relaxed);
+  }
+  void Idle() { round_ns_.store(kIdle, std::memory_order_relaxed); }
+
   // Loop side: the current estimate, for tests and stats.
   double ns_per_command() const { return ns_per_command_; }
 
  private:
+  // round_ns_ of a loop that sleeps: woken by the next command, it comes
+  // round at once.
+  static constexpr std::int64_t kIdle =
+      std::numeric_limits<std::int64_t>::max();
   // Before any sample: a pessimistic guess for a wheel of millions.
   static constexpr double kInitialNsPerCommand = 200;
+
+  // With `before` commands queued: would working them off take the loop
+  // longer than max_lag? Reads the clock only when the loop is busy.
+  bool LoopIsBehind(std::int64_t before) const {
+    if (before > lag_limit_.load(std::memory_order_relaxed)) return true;
+    const std::int64_t round = round_ns_.load(std::memory_order_relaxed);
+    if (round == kIdle) return false;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    return static_cast<double>(now - round) > max_lag_ns_;
+  }
 
   void PublishLimit() {
     const double limit = max_lag_ns_ / std::max(ns_per_command_, 1.0);
@@ -119,6 +149,8 @@ class Admission {
   // Commands the loop can apply within max_lag; no bound without max_lag.
   alignas(64) std::atomic<std::int64_t> lag_limit_{
       std::numeric_limits<std::int64_t>::max()};
+  // When the loop last started a round, or kIdle; see RoundStarts.
+  std::atomic<std::int64_t> round_ns_{kIdle};
   alignas(64) std::atomic<std::int64_t> queued_{0};
 };
 

@@ -3,6 +3,7 @@
 #define TIMINGWHEEL_INTERNAL_COMMAND_QUEUE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -125,6 +126,14 @@ class CommandQueue {
   // True when Options::max_lag is set: the consumer should then time its
   // work with RecordApplied.
   bool BoundsLag() const { return admission_.bounds_lag(); }
+  // Consumer side, for max_lag: a round of taking commands starts now; the
+  // consumer is about to sleep (see Admission::RoundStarts).
+  void RoundStarts(std::chrono::steady_clock::time_point now) {
+    admission_.RoundStarts(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               now.time_since_epoch())
+                               .count());
+  }
+  void Idle() { admission_.Idle(); }
   // Consumer side: what applying `commands` took, for max_lag.
   void RecordApplied(std::size_t commands, absl::Duration elapsed) {
     admission_.RecordApplied(commands, elapsed);

@@ -225,6 +225,7 @@ class EventLoop final : public TickSink {
         wait = std::min(wait, absl::FromChrono(compact_after_ - Clock::now()));
       }
       if (wait > absl::ZeroDuration()) {
+        if (queue_.BoundsLag()) queue_.Idle();
         // A ManualTicker's Tick waits on the loop: never nap there.
         if (streaming && !time_.manual()) {
           queue_.Nap(std::min(wait, kNap));
@@ -279,6 +280,7 @@ class EventLoop final : public TickSink {
   void MeasurePace(bool slept) {
     if (!queue_.BoundsLag()) return;
     const Clock::time_point now = Clock::now();
+    queue_.RoundStarts(now);
     if (slept || drained_in_window_) {
       pace_start_ = now;
       pace_commands_ = 0;
@@ -372,7 +374,7 @@ class EventLoop final : public TickSink {
   Entries fired_;           // for the execute pool
   bool stop_requested_ = false;
   // MeasurePace's window: since when, how many commands, whether a Drain
-  // ran in it.
+  // ran in it. MeasurePace also tells admission when each round starts.
   Clock::time_point pace_start_ = Clock::now();
   std::size_t pace_commands_ = 0;
   bool drained_in_window_ = false;
