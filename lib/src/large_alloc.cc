@@ -60,6 +60,10 @@ void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept {
   }
 }
 
+void LargeReleasePart(void* p, std::size_t bytes) noexcept {
+  if (p != nullptr) ReleasePages(p, bytes);
+}
+
 void LargeRelease(void* p, std::size_t bytes, std::size_t align) noexcept {
   if (p == nullptr) return;
   ReleasePages(p, bytes);

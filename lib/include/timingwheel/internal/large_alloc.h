@@ -27,6 +27,12 @@ void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept;
 // to be faulted in again by its next user.
 void LargeRelease(void* p, std::size_t bytes, std::size_t align) noexcept;
 
+// Gives back the pages wholly inside [p, p + bytes), a part of a block from
+// LargeAllocate that stays allocated: on Linux they leave the process at once
+// and read as zero if touched again. For handing back a big block in pieces,
+// so that no single call pays for all of it; free the block as usual after.
+void LargeReleasePart(void* p, std::size_t bytes) noexcept;
+
 }  // namespace internal
 }  // namespace timingwheel
 
