@@ -4,16 +4,16 @@
 // internal::KeyIndex alone: every lookup after every insert and erase agrees
 // with a plain map, including clusters that wrap around the table's end,
 // where backward-shift deletion is easiest to get wrong; and the same while
-// a shrink moves the words to a smaller table a few at a time, where a word
-// lost or found twice between the two tables is the risk.
+// a growth or a shrink moves the words to another table a few at a time,
+// where a word lost or found twice between the two tables is the risk, and
+// a growth that does not end before a table fills would be another.
 #include "timingwheel/internal/key_index.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <map>
 #include <random>
-#include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -36,11 +36,23 @@ std::size_t HomeFor(std::uint32_t hash, std::size_t capacity) {
 // test if the index asks the matcher about anything but a live entry.
 class Checked {
  public:
+  explicit Checked(
+      std::size_t grow_in_steps_from = KeyIndex::kResizeMinCapacity)
+      : index_(grow_in_steps_from) {}
   void Insert(std::uint32_t hash, std::uint32_t entry) {
     ASSERT_EQ(truth_.count(entry), 0u);
+    const std::size_t before = index_.ResizeWorkLeft();
+    const bool growing = index_.Growing(), shrinking = index_.Shrinking();
     index_.ReserveOneMore();
+    // The work an insert does for a resize under way is bounded.
+    const std::size_t after = index_.ResizeWorkLeft();
+    if (growing && index_.Growing()) {
+      EXPECT_EQ(before - after, KeyIndex::kGrowStep);
+    } else if (shrinking && index_.Shrinking()) {
+      EXPECT_LE(before - after, 4 * KeyIndex::kMaxShrinkFactor);
+    }
     index_.Insert(hash, entry);
-    truth_[entry] = hash;
+    AddTruth(entry, hash);
   }
   std::size_t Find(std::uint32_t hash, std::uint32_t entry) {
     const std::size_t pos = index_.Find(hash, [&](std::uint32_t x) {
@@ -49,11 +61,14 @@ class Checked {
     });
     if (pos != KeyIndex::kAbsent && (pos & kOldBit) != 0) {
       ++old_hits_;
-      // During migration ShrinkWorkLeft() is what the cursor has left of the
-      // old table, so old_capacity_ - it is the cursor.
+      // During migration the index holds the new table and the old one, and
+      // ResizeWorkLeft() is what the cursor has left of the old table.
+      const std::size_t old_capacity =
+          index_.MemoryBytes() / 8 - index_.capacity();
       const std::size_t p = pos ^ kOldBit;
-      const std::size_t home = HomeFor(hash, old_capacity_);
-      const std::size_t cursor = old_capacity_ - index_.ShrinkWorkLeft();
+      EXPECT_LT(p, old_capacity);
+      const std::size_t home = HomeFor(hash, old_capacity);
+      const std::size_t cursor = old_capacity - index_.ResizeWorkLeft();
       EXPECT_GE(p, cursor) << "found a word the cursor has passed";
       if (p < home) ++wrapped_old_hits_;
       if (p < home ? cursor > 0 : home < cursor) ++straddling_old_hits_;
@@ -68,7 +83,7 @@ class Checked {
     if (pos == KeyIndex::kAbsent) return true;                // lost
     EXPECT_EQ(index_.EntryAt(pos), entry);
     index_.EraseAt(pos);
-    truth_.erase(it);
+    RemoveTruth(entry);
     return Find(hash, entry) != KeyIndex::kAbsent;  // gone, no stale copy
   }
   // Repoints entry's word to `fresh` through SetEntryAt.
@@ -79,29 +94,24 @@ class Checked {
     const std::uint32_t hash = it->second;
     const std::size_t pos = Find(hash, entry);
     ASSERT_NE(pos, KeyIndex::kAbsent);
-    truth_.erase(it);
-    truth_[fresh] = hash;
+    RemoveTruth(entry);
+    AddTruth(fresh, hash);
     index_.SetEntryAt(pos, fresh);
     ASSERT_EQ(index_.EntryAt(pos), fresh);
     ASSERT_EQ(Find(hash, entry), KeyIndex::kAbsent);
     ASSERT_EQ(Find(hash, fresh), pos);
   }
-  // Starts a shrink, remembering the table it moves away from.
-  void StartShrink() {
-    const std::size_t capacity = index_.capacity();
-    index_.StartShrink();
-    if (index_.Shrinking()) old_capacity_ = capacity;
-  }
-  // One ShrinkStep: a step that goes on did exactly `budget` words of work,
+  void StartShrink() { index_.StartShrink(); }
+  // One ResizeStep: a step that goes on did exactly `budget` words of work,
   // one that ends left none.
   bool Step(std::size_t budget) {
-    const std::size_t before = index_.ShrinkWorkLeft();
-    const bool more = index_.ShrinkStep(budget);
-    EXPECT_EQ(more, index_.Shrinking());
+    const std::size_t before = index_.ResizeWorkLeft();
+    const bool more = index_.ResizeStep(budget);
+    EXPECT_EQ(more, index_.Resizing());
     if (more) {
-      EXPECT_EQ(before - index_.ShrinkWorkLeft(), budget);
+      EXPECT_EQ(before - index_.ResizeWorkLeft(), budget);
     } else {
-      EXPECT_EQ(index_.ShrinkWorkLeft(), 0u);
+      EXPECT_EQ(index_.ResizeWorkLeft(), 0u);
       EXPECT_EQ(index_.MemoryBytes(), index_.capacity() * 8);
     }
     return more;
@@ -109,34 +119,42 @@ class Checked {
   // Every entry is found under its hash; an absent one is not.
   void ExpectConsistent() {
     ASSERT_EQ(index_.size(), truth_.size());
-    ASSERT_LE(index_.size() * 4, index_.capacity() * 3);
+    if (index_.Growing()) {
+      ASSERT_LT(index_.size() * 32, index_.capacity() * 25);
+    } else {
+      ASSERT_LE(index_.size() * 4, index_.capacity() * 3);
+    }
     ASSERT_GE(index_.MemoryBytes(), index_.capacity() * 8);
-    if (!index_.Shrinking()) {
+    if (!index_.Resizing()) {
       ASSERT_EQ(index_.MemoryBytes(), index_.capacity() * 8);
-      ASSERT_EQ(index_.ShrinkWorkLeft(), 0u);
+      ASSERT_EQ(index_.ResizeWorkLeft(), 0u);
     }
     for (const auto& [entry, hash] : truth_) {
       const std::size_t pos = Find(hash, entry);
       ASSERT_NE(pos, KeyIndex::kAbsent) << "entry " << entry << " lost";
       ASSERT_EQ(index_.EntryAt(pos), entry);
     }
-    std::set<std::uint32_t> seen;
+    // Every entry is found (above), so ForEach naming only live entries, as
+    // many as there are, names each once.
+    std::size_t seen = 0;
     index_.ForEach([&](std::uint32_t e) {
-      EXPECT_TRUE(seen.insert(e).second) << "entry " << e << " twice";
+      ++seen;
       EXPECT_EQ(truth_.count(e), 1u) << "stale entry " << e;
     });
-    EXPECT_EQ(seen.size(), truth_.size());
+    EXPECT_EQ(seen, truth_.size()) << "an entry seen twice";
   }
   void Clear() {
     index_.Clear();
     truth_.clear();
+    live_.clear();
+    slot_.clear();
   }
   KeyIndex& index() { return index_; }
-  const std::map<std::uint32_t, std::uint32_t>& truth() const { return truth_; }
+  const std::unordered_map<std::uint32_t, std::uint32_t>& truth() const {
+    return truth_;
+  }
   std::uint32_t RandomEntry(std::mt19937& rng) const {
-    auto it = truth_.begin();
-    std::advance(it, rng() % truth_.size());
-    return it->first;
+    return live_[rng() % live_.size()];
   }
   long old_hits() const { return old_hits_; }
   long wrapped_old_hits() const { return wrapped_old_hits_; }
@@ -144,8 +162,26 @@ class Checked {
 
  private:
   KeyIndex index_;
-  std::map<std::uint32_t, std::uint32_t> truth_;
-  std::size_t old_capacity_ = 0;
+  void AddTruth(std::uint32_t entry, std::uint32_t hash) {
+    truth_[entry] = hash;
+    slot_[entry] = live_.size();
+    live_.push_back(entry);
+  }
+  void RemoveTruth(std::uint32_t entry) {
+    truth_.erase(entry);
+    const std::size_t slot = slot_[entry];
+    slot_.erase(entry);
+    if (slot + 1 != live_.size()) {
+      live_[slot] = live_.back();
+      slot_[live_[slot]] = slot;
+    }
+    live_.pop_back();
+  }
+
+  // entry -> hash; and the live entries in a vector, for random picks.
+  std::unordered_map<std::uint32_t, std::uint32_t> truth_;
+  std::vector<std::uint32_t> live_;
+  std::unordered_map<std::uint32_t, std::size_t> slot_;
   long old_hits_ = 0;
   long wrapped_old_hits_ = 0;
   long straddling_old_hits_ = 0;
@@ -160,6 +196,11 @@ std::vector<std::uint32_t> Fill(Checked& c, std::mt19937& rng, std::uint32_t n,
     entries.push_back(e);
   }
   return entries;
+}
+
+// Ends a growth under way (inserts leave one under way for a while).
+void FinishGrowth(Checked& c) {
+  while (c.index().Growing()) ASSERT_NO_FATAL_FAILURE(c.Step(4096));
 }
 
 // Erases random entries of c until `keep` remain.
@@ -189,8 +230,8 @@ TEST(KeyIndexTest, EmptyFindsNothing) {
   EXPECT_EQ(index.capacity(), 0u);
   EXPECT_FALSE(index.WantsShrink());
   index.StartShrink();  // nothing to shrink
-  EXPECT_FALSE(index.Shrinking());
-  EXPECT_FALSE(index.ShrinkStep(100));
+  EXPECT_FALSE(index.Resizing());
+  EXPECT_FALSE(index.ResizeStep(100));
 }
 
 TEST(KeyIndexTest, GrowsAtThreeQuartersAndKeepsEverything) {
@@ -261,7 +302,7 @@ TEST(KeyIndexTest, RandomOpsDuringShrinksMatchTheTruth) {
       const std::size_t n = c.truth().size();
       if (filling && n >= high) filling = false, low = rng() % 12;
       if (!filling && n <= low) filling = true, high = 40 + rng() % 300;
-      const bool was_shrinking = c.index().Shrinking();
+      const bool was_shrinking = c.index().Resizing();
       const std::size_t capacity = c.index().capacity();
       const std::uint32_t r = rng() % 32;
       if (r < 12) {
@@ -273,7 +314,7 @@ TEST(KeyIndexTest, RandomOpsDuringShrinksMatchTheTruth) {
       } else if (r < 15) {
         if (n > 0) c.Rename(c.RandomEntry(rng), next_entry++);
       } else if (r < 26) {
-        if (c.index().Shrinking()) {
+        if (c.index().Resizing()) {
           shrinks_done += !c.Step(1 + rng() % 8);
         } else if (rng() % 4 == 0) {
           c.StartShrink();
@@ -323,19 +364,22 @@ TEST(KeyIndexTest, ShrinkGivesMemoryBackInBoundedSteps) {
   std::mt19937 rng(11);
   Checked c;
   Fill(c, rng, 100'000);
+  FinishGrowth(c);
   const std::size_t large = c.index().capacity();
   ASSERT_EQ(large, std::size_t{1} << 18);
   EraseDownTo(c, rng, 300);
-  ASSERT_FALSE(c.index().Shrinking());  // nothing happens by itself
+  ASSERT_FALSE(c.index().Resizing());  // nothing happens by itself
   ASSERT_EQ(c.index().capacity(), large);
   ASSERT_TRUE(c.index().WantsShrink());
 
   c.StartShrink();
-  ASSERT_TRUE(c.index().Shrinking());
+  ASSERT_TRUE(c.index().Resizing());
   EXPECT_FALSE(c.index().WantsShrink());
-  // 300 words at load <= 3/8 take 1024; the large table stays until the end.
-  EXPECT_EQ(c.index().MemoryBytes(), (large + 1024) * 8);
-  EXPECT_EQ(c.index().ShrinkWorkLeft(), large + 1024);
+  // 300 words at load <= 3/8 take 1024, but a shrink divides the capacity
+  // by kMaxShrinkFactor at most; the large table stays until the end.
+  constexpr std::size_t kSmall = (1 << 18) / KeyIndex::kMaxShrinkFactor;
+  EXPECT_EQ(c.index().MemoryBytes(), (large + kSmall) * 8);
+  EXPECT_EQ(c.index().ResizeWorkLeft(), large + kSmall);
   c.ExpectConsistent();
 
   constexpr std::size_t kBudget = 97;
@@ -347,18 +391,21 @@ TEST(KeyIndexTest, ShrinkGivesMemoryBackInBoundedSteps) {
     ++steps;
     ASSERT_FALSE(::testing::Test::HasFailure()) << "step " << steps;
     if (more) {
-      EXPECT_EQ(c.index().MemoryBytes(), (large + 1024) * 8);
+      EXPECT_EQ(c.index().MemoryBytes(), (large + kSmall) * 8);
     }
-    // Churn at a constant live count, in whichever table the words are.
+    // Churn at a constant live count, in whichever table the words are
+    // (while migrating, each insert scans some old positions too).
     c.Insert(static_cast<std::uint32_t>(rng()), next_entry++);
     ASSERT_FALSE(c.Erase(c.RandomEntry(rng)));
     if (steps % 64 == 0) c.ExpectConsistent();
   }
   // The shrink could not finish sooner than its budget allows for emptying
-  // the new table and scanning the live part of the old one.
-  EXPECT_GT(steps, 1024 / kBudget + large / kBudget / 2);
-  EXPECT_EQ(c.index().capacity(), 1024u);
-  EXPECT_EQ(c.index().MemoryBytes(), 1024u * 8);
+  // the new table and scanning the live part of the old one (most of it),
+  // inserts' scans included.
+  EXPECT_GT(steps, kSmall / kBudget +
+                       large / 2 / (kBudget + 4 * KeyIndex::kMaxShrinkFactor));
+  EXPECT_EQ(c.index().capacity(), kSmall);
+  EXPECT_EQ(c.index().MemoryBytes(), kSmall * 8);
   EXPECT_FALSE(c.index().WantsShrink());  // small now
   EXPECT_GT(c.old_hits(), 1000);
   c.ExpectConsistent();
@@ -373,7 +420,7 @@ TEST(KeyIndexTest, ClearDuringAShrinkEndsItWithTheSmallTable) {
     EraseDownTo(c, rng, 100);
     ASSERT_EQ(c.index().capacity(), 16384u);
     c.StartShrink();
-    ASSERT_TRUE(c.index().Shrinking());
+    ASSERT_TRUE(c.index().Resizing());
     if (more_steps < 0) {
       ASSERT_TRUE(c.Step(100));
     } else {
@@ -382,7 +429,7 @@ TEST(KeyIndexTest, ClearDuringAShrinkEndsItWithTheSmallTable) {
     const std::uint32_t gone = c.truth().begin()->first;
     const std::uint32_t gone_hash = c.truth().begin()->second;
     c.Clear();
-    EXPECT_FALSE(c.index().Shrinking());
+    EXPECT_FALSE(c.index().Resizing());
     EXPECT_EQ(c.index().size(), 0u);
     EXPECT_EQ(c.index().capacity(), 512u);  // 100 words at load <= 3/8
     EXPECT_EQ(c.index().MemoryBytes(), 512u * 8);
@@ -425,7 +472,7 @@ TEST(KeyIndexTest, ReserveDuringAShrink) {
     c.StartShrink();
     StepIntoMigration(c, 64, 10);
     c.index().Reserve(300);  // 512 words hold 384
-    EXPECT_TRUE(c.index().Shrinking());
+    EXPECT_TRUE(c.index().Resizing());
     EXPECT_EQ(c.index().capacity(), 512u);
     c.ExpectConsistent();
     while (c.Step(50)) {
@@ -440,7 +487,7 @@ TEST(KeyIndexTest, ReserveDuringAShrink) {
     c.StartShrink();
     StepIntoMigration(c, 64, 10);
     c.index().Reserve(2000);
-    EXPECT_FALSE(c.index().Shrinking());
+    EXPECT_FALSE(c.index().Resizing());
     EXPECT_EQ(c.index().capacity(), 4096u);
     c.ExpectConsistent();
   }
@@ -451,7 +498,7 @@ TEST(KeyIndexTest, ReserveDuringAShrink) {
     c.StartShrink();
     ASSERT_TRUE(c.Step(100));
     c.index().Reserve(2000);
-    EXPECT_FALSE(c.index().Shrinking());
+    EXPECT_FALSE(c.index().Resizing());
     EXPECT_EQ(c.index().capacity(), 16384u);
     c.ExpectConsistent();
     // The floor is 4096 words: the next shrink stops there.
@@ -469,15 +516,16 @@ TEST(KeyIndexTest, ReserveDuringAShrink) {
     EraseDownTo(c, rng, 10);
     EXPECT_FALSE(c.index().WantsShrink());
     c.StartShrink();
-    EXPECT_FALSE(c.index().Shrinking());
+    EXPECT_FALSE(c.index().Resizing());
     c.index().Reserve(0);
     EXPECT_TRUE(c.index().WantsShrink());
   }
 }
 
-// Inserting faster than the shrink migrates: the growth takes the words of
-// both tables at once and ends the shrink.
-TEST(KeyIndexTest, GrowthDuringMigrationEndsTheShrink) {
+// Inserting while a shrink migrates: each insert scans old positions too,
+// enough that the migration ends before the smaller table is full, however
+// few steps its caller spends; only then does the table grow.
+TEST(KeyIndexTest, InsertsFinishAShrinksMigrationBeforeItsTableIsFull) {
   std::mt19937 rng(9);
   Checked c;
   Fill(c, rng, 10'000);
@@ -486,13 +534,22 @@ TEST(KeyIndexTest, GrowthDuringMigrationEndsTheShrink) {
   StepIntoMigration(c, 64, 30);
   ASSERT_EQ(c.index().capacity(), 512u);
   std::uint32_t e = 100'000;
-  while (c.index().Shrinking()) {
+  while (c.index().Resizing()) {
+    ASSERT_LT(c.index().size(), 384u);  // 512 * 3/4: full
     c.Insert(static_cast<std::uint32_t>(rng()), e++);
+    if (e % 16 == 0) c.ExpectConsistent();
     if (::testing::Test::HasFatalFailure()) return;
   }
+  EXPECT_LE(c.index().size(), 384u);
+  EXPECT_EQ(c.index().capacity(), 512u);
+  EXPECT_EQ(c.index().MemoryBytes(), 512u * 8);
+  c.ExpectConsistent();
+  while (c.index().capacity() == 512) {
+    c.Insert(static_cast<std::uint32_t>(rng()), e++);
+  }
   EXPECT_EQ(c.index().size(), 385u);  // the 385th word did not fit 512 * 3/4
-  EXPECT_EQ(c.index().capacity(), 1024u);
-  EXPECT_EQ(c.index().MemoryBytes(), 1024u * 8);
+  EXPECT_EQ(c.index().capacity(), 1024u);  // small: grown at once
+  EXPECT_FALSE(c.index().Resizing());
   c.ExpectConsistent();
 }
 
@@ -545,6 +602,10 @@ TEST(KeyIndexTest, ThresholdsLeaveRoomBothWays) {
     EXPECT_FALSE(c.index().WantsShrink());
   }
   EXPECT_GE(c.truth().size(), 2 * live);
+  while (c.index().Growing()) {  // inserts drive the growth to its end
+    c.Insert(static_cast<std::uint32_t>(rng()), e++);
+    EXPECT_FALSE(c.index().WantsShrink());
+  }
   const std::size_t grown_to = c.index().capacity();
   const std::size_t peak = c.truth().size();
   while (!c.index().WantsShrink()) {
@@ -568,6 +629,375 @@ TEST(KeyIndexTest, TombstonesAreNotWordsOfTheAllOnesHash) {
   EXPECT_GT(c.old_hits(), 0);
   c.ExpectConsistent();
   while (c.Step(1)) c.ExpectConsistent();
+  c.ExpectConsistent();
+}
+
+// True during a growth's phase 1: the index holds its table and one twice
+// as large (in phase 2 it holds the large one and one half as large).
+bool GrowthEmptying(KeyIndex& index) {
+  return index.Growing() && index.MemoryBytes() == 3 * index.capacity() * 8;
+}
+
+// Inserts alone, past five growths in steps: each starts when the table is
+// 3/4 full, every insert during it does exactly kGrowStep words of its work,
+// and it ends before either table fills (the old one stays below 25/32
+// while the new one is being emptied); memory is the two tables meanwhile
+// and the new one after. Every key stays found along the way.
+TEST(KeyIndexTest, GrowthEndsInTimeWithBoundedStepsDrivenByInserts) {
+  std::mt19937 rng(21);
+  Checked c;
+  constexpr std::size_t kStep = KeyIndex::kGrowStep;
+  std::uint32_t e = 0;
+  int growths = 0;
+  std::size_t from = 0, start_size = 0;
+  while (c.index().capacity() < (std::size_t{1} << 17) ||
+         c.index().Resizing()) {
+    const bool growing = c.index().Growing();
+    const bool emptying = GrowthEmptying(c.index());
+    const std::size_t capacity = c.index().capacity();
+    const std::size_t left = c.index().ResizeWorkLeft();
+    c.Insert(static_cast<std::uint32_t>(rng()), e++);
+    const std::size_t n = c.index().size();
+    if (!growing && c.index().Growing()) {
+      ++growths;
+      from = capacity;
+      start_size = n - 1;
+      EXPECT_GE(from, KeyIndex::kResizeMinCapacity);
+      EXPECT_EQ(start_size, from / 4 * 3);  // full: at load 3/4
+      EXPECT_EQ(c.index().ResizeWorkLeft(), 3 * from - kStep);
+      c.ExpectConsistent();
+    } else if (growing) {
+      if (c.index().Growing()) {
+        EXPECT_EQ(left - c.index().ResizeWorkLeft(), kStep);
+        EXPECT_EQ(c.index().MemoryBytes(), 3 * from * 8);
+        EXPECT_LE(c.index().MemoryBytes(), 32 * n);  // bytes a key
+      } else {
+        EXPECT_LE(left, kStep);  // the last step did what was left
+        EXPECT_EQ(c.index().capacity(), 2 * from);
+        EXPECT_EQ(c.index().MemoryBytes(), 2 * from * 8);
+        // Phase 1 in 2C / kGrowStep inserts, phase 2 in C / kGrowStep.
+        EXPECT_LE(n - start_size, 3 * from / kStep);
+        c.ExpectConsistent();
+      }
+      if (emptying) {
+        EXPECT_EQ(capacity, from);
+      }
+      if (GrowthEmptying(c.index())) {
+        EXPECT_LT(n * 32, from * 25);
+      }
+      if (emptying != GrowthEmptying(c.index())) c.ExpectConsistent();
+      if (n % 500 == 0) c.ExpectConsistent();
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_EQ(growths, 5);  // 4096 words -> 2^17
+  EXPECT_GT(c.old_hits(), 1000);
+  c.ExpectConsistent();
+}
+
+// Tables that grow in steps from 8 words on, so that runs wrap around the
+// ends of small tables all the time, with clustered hashes (one of them the
+// tombstone's own in a third of the seeds), filled and drained in waves so
+// that growths and shrinks alternate, and every kind of call interleaved
+// with both: inserts (which step growths and shrink migrations), erases,
+// renames, caller steps of small random budgets, shrinks started, Reserve
+// and Clear. Every lookup agrees with the truth after every call.
+TEST(KeyIndexTest, RandomOpsDuringGrowthsAndShrinksMatchTheTruth) {
+  long old_hits = 0, wrapped = 0, straddling = 0;
+  long growths = 0, grown_while_emptying = 0, grown_while_migrating = 0;
+  long growth_ending_shrink = 0, shrink_soon_after_growth = 0;
+  long reserved_mid_growth = 0, rehashed_mid_growth = 0;
+  long cleared_emptying = 0, cleared_migrating = 0;
+  for (std::uint32_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937 rng(seed);
+    Checked c(std::size_t{8} << (seed % 6));
+    const std::uint32_t distinct = 2 + seed % 9;
+    std::vector<std::uint32_t> hashes(distinct);
+    for (std::size_t i = 0; i < distinct; ++i) {
+      do {
+        hashes[i] = static_cast<std::uint32_t>(rng());
+      } while (i % 2 == 1 && HomeFor(hashes[i], 64) != 63);
+    }
+    if (seed % 3 == 0) hashes[0] = 0xFFFFFFFF;
+    // One insert in eight uses a clustered hash: with waves of a thousand
+    // words more would make the runs, not the resizes, the whole story.
+    auto hash = [&] {
+      return rng() % 8 ? static_cast<std::uint32_t>(rng())
+                       : hashes[rng() % distinct];
+    };
+    std::uint32_t next_entry = 0;
+    bool filling = true;
+    // Waves up to 1500 words: tables of 512 and 1024 words take 24 and 48
+    // inserts to grow.
+    auto new_high = [&] { return 40 + rng() % 1500; };
+    auto new_low = [&] { return rng() % 50; };
+    std::size_t high = new_high(), low = new_low();
+    int since_growth = 1000;  // ops since a growth ended
+    for (int step = 0; step < 5000; ++step) {
+      const std::size_t n = c.truth().size();
+      if (filling && n >= high) filling = false, low = new_low();
+      if (!filling && n <= low) filling = true, high = new_high();
+      KeyIndex& index = c.index();
+      const bool growing = index.Growing();
+      const bool emptying = GrowthEmptying(index);
+      const bool shrinking = index.Shrinking();
+      const std::size_t capacity = index.capacity();
+      const std::uint32_t r = rng() % 32;
+      const bool inserting = r < 20 || (r < 28 && index.Shrinking());
+      if (r < 20) {
+        if (n == 0 || (rng() % 8 != 0) == filling) {
+          c.Insert(hash(), next_entry++);
+        } else {
+          ASSERT_FALSE(c.Erase(c.RandomEntry(rng)));
+        }
+      } else if (r < 22) {
+        if (n > 0) c.Rename(c.RandomEntry(rng), next_entry++);
+      } else if (r < 28) {
+        if (index.Shrinking() && index.capacity() <= 4096 && rng() % 16 == 0) {
+          // A burst of inserts, far faster than the caller's steps: the
+          // shrink ends (or, still emptying, is dropped) and a growth starts
+          // before any table is full.
+          const std::size_t burst = index.capacity() / 4 * 3 + 1 - n;
+          for (std::size_t b = 0; b < burst && !index.Growing(); ++b) {
+            c.Insert(hash(), next_entry++);
+            if (b % 64 == 0) c.ExpectConsistent();
+          }
+          filling = false;
+        } else if (index.Resizing()) {
+          c.Step(1 + rng() % 4);
+        } else if (rng() % 4 == 0) {
+          c.StartShrink();
+          shrink_soon_after_growth += since_growth < 100 && index.Shrinking();
+        }
+      } else if (r < 30) {
+        ASSERT_FALSE(c.Erase(next_entry + 1000));  // absent stays absent
+        index.Prefetch(hash());
+      } else if (r < 31) {
+        // Mostly within the room the table has, sometimes beyond it.
+        index.Reserve(rng() % 4 ? rng() % (n + 20) : n + rng() % (2 * n + 20));
+        if (growing) {
+          ++reserved_mid_growth;
+          rehashed_mid_growth += !index.Resizing();
+        }
+      } else if (rng() % 8 == 0) {
+        c.Clear();
+        cleared_emptying += emptying;
+        cleared_migrating += growing && !emptying;
+      }
+      if (!growing && index.Growing()) {
+        ++growths;
+        growth_ending_shrink += shrinking;  // dropped, or migrated first
+      }
+      since_growth = growing && !index.Growing() ? 0 : since_growth + 1;
+      // One growth at a time: inserts never grow the table further while
+      // one is under way (Reserve and Clear may end it).
+      if (inserting && growing && !emptying && index.capacity() > capacity) {
+        ++grown_while_migrating;
+      }
+      if (inserting && emptying && index.capacity() > 2 * capacity) {
+        ++grown_while_emptying;
+      }
+      // After every call around a growth, now and then otherwise (the
+      // shrink tests above check every call of a shrink).
+      if (growing || index.Growing() || n < 128 || step % 16 == 0) {
+        c.ExpectConsistent();
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    old_hits += c.old_hits();
+    wrapped += c.wrapped_old_hits();
+    straddling += c.straddling_old_hits();
+  }
+  EXPECT_EQ(grown_while_migrating, 0);
+  EXPECT_EQ(grown_while_emptying, 0);
+  // The paths this test is about were taken, many times.
+  EXPECT_GT(growths, 100);
+  EXPECT_GT(old_hits, 10000);
+  EXPECT_GT(wrapped, 300);
+  EXPECT_GT(straddling, 1000);
+  EXPECT_GT(growth_ending_shrink, 50);
+  EXPECT_GT(shrink_soon_after_growth, 50);
+  EXPECT_GT(reserved_mid_growth, 200);
+  EXPECT_GT(rehashed_mid_growth, 20);
+  EXPECT_GT(cleared_emptying, 20);
+  EXPECT_GT(cleared_migrating, 3);
+}
+
+// Starts a growth of a 16384-word table and steps it with inserts until
+// `phase` (1: emptying the new table, 2: migrating) has done a few steps.
+void GrowInto(Checked& c, std::mt19937& rng, int phase,
+              std::uint32_t first_entry) {
+  Fill(c, rng, 16384 / 4 * 3 + 1, first_entry);
+  ASSERT_TRUE(GrowthEmptying(c.index()));
+  std::uint32_t e = first_entry + 16384;
+  if (phase == 2) {
+    while (GrowthEmptying(c.index())) {
+      c.Insert(static_cast<std::uint32_t>(rng()), e++);
+    }
+  }
+  for (int i = 0; i < 10; ++i) c.Insert(static_cast<std::uint32_t>(rng()), e++);
+  ASSERT_TRUE(c.index().Growing());
+  ASSERT_EQ(GrowthEmptying(c.index()), phase == 1);
+}
+
+// Clear during a growth ends it with the table that needs no emptying: the
+// old one while the new one is still being emptied, the new one once
+// migrating. Nothing is found afterwards, and inserts work on.
+TEST(KeyIndexTest, ClearDuringAGrowthEndsIt) {
+  for (int phase : {1, 2}) {
+    SCOPED_TRACE(phase);
+    std::mt19937 rng(31);
+    Checked c;
+    GrowInto(c, rng, phase, 0);
+    const auto [gone, gone_hash] = *c.truth().begin();
+    c.Clear();
+    EXPECT_FALSE(c.index().Resizing());
+    EXPECT_EQ(c.index().capacity(), phase == 1 ? 16384u : 32768u);
+    EXPECT_EQ(c.index().MemoryBytes(), c.index().capacity() * 8);
+    EXPECT_EQ(c.index().Find(gone_hash, [](std::uint32_t) { return true; }),
+              KeyIndex::kAbsent);
+    EXPECT_FALSE(c.Erase(gone));
+    Fill(c, rng, 20'000, 100'000);
+    c.ExpectConsistent();
+  }
+}
+
+// Reserve during a growth: room the growth's table has changes nothing (the
+// growth goes on and ends as usual); more room ends it with one rehash.
+TEST(KeyIndexTest, ReserveDuringAGrowth) {
+  for (int phase : {1, 2}) {
+    SCOPED_TRACE(phase);
+    std::mt19937 rng(37);
+    {
+      Checked c;
+      GrowInto(c, rng, phase, 0);
+      c.index().Reserve(20'000);  // 32768 words hold 24576
+      EXPECT_TRUE(c.index().Growing());
+      c.ExpectConsistent();
+      while (c.Step(1000)) {
+      }
+      EXPECT_EQ(c.index().capacity(), 32768u);
+      c.ExpectConsistent();
+    }
+    {
+      Checked c;
+      GrowInto(c, rng, phase, 0);
+      c.index().Reserve(30'000);
+      EXPECT_FALSE(c.index().Resizing());
+      EXPECT_EQ(c.index().capacity(), 65536u);
+      EXPECT_EQ(c.index().MemoryBytes(), 65536u * 8);
+      c.ExpectConsistent();
+      Fill(c, rng, 15'000, 100'000);  // no growth below the room reserved
+      EXPECT_FALSE(c.index().Resizing());
+      EXPECT_EQ(c.index().capacity(), 65536u);
+    }
+  }
+}
+
+// A shrink still emptying its table when inserts fill the large one is
+// dropped for a growth, which ends as usual.
+TEST(KeyIndexTest, GrowthDropsAShrinkStillEmptyingItsTable) {
+  std::mt19937 rng(41);
+  Checked c;
+  Fill(c, rng, 10'000);  // 16384 words
+  EraseDownTo(c, rng, 100);
+  c.StartShrink();  // to 512 words
+  ASSERT_TRUE(c.Step(100));
+  std::uint32_t e = 100'000;
+  while (!c.index().Growing()) {
+    ASSERT_TRUE(c.index().Shrinking());
+    c.Insert(static_cast<std::uint32_t>(rng()), e++);
+    if (e % 1000 == 0) c.ExpectConsistent();
+  }
+  EXPECT_EQ(c.index().size(), 16384u / 4 * 3 + 1);
+  EXPECT_EQ(c.index().MemoryBytes(), 3 * 16384u * 8);  // no 512-word table
+  c.ExpectConsistent();
+  while (c.index().Growing()) c.Insert(static_cast<std::uint32_t>(rng()), e++);
+  EXPECT_EQ(c.index().capacity(), 32768u);
+  c.ExpectConsistent();
+}
+
+// Erases do no growth work: a growth they leave under way waits, every
+// operation working meanwhile, until ResizeStep (the wheel's compaction)
+// ends it; a shrink is wanted right after if the live set fell enough.
+TEST(KeyIndexTest, ErasesLeaveAGrowthUnderWayUntilResizeStepEndsIt) {
+  for (int phase : {1, 2}) {
+    SCOPED_TRACE(phase);
+    std::mt19937 rng(43);
+    Checked c;
+    GrowInto(c, rng, phase, 0);
+    const std::size_t left = c.index().ResizeWorkLeft();
+    EraseDownTo(c, rng, 1000);
+    EXPECT_EQ(c.index().ResizeWorkLeft(), left);
+    EXPECT_FALSE(c.index().WantsShrink());  // not during a growth
+    c.ExpectConsistent();
+    std::uint32_t e = 1'000'000;
+    while (c.Step(777)) {
+      ASSERT_FALSE(c.Erase(c.RandomEntry(rng)));
+      c.Insert(static_cast<std::uint32_t>(rng()), e++);
+    }
+    EXPECT_EQ(c.index().capacity(), 32768u);
+    c.ExpectConsistent();
+    EXPECT_TRUE(c.index().WantsShrink());  // 1000 * 16 < 32768
+    c.StartShrink();
+    while (c.Step(777)) {
+    }
+    EXPECT_EQ(c.index().capacity(), 4096u);  // 1000 at load <= 3/8
+    c.ExpectConsistent();
+  }
+}
+
+// The steepest shrink (by kMaxShrinkFactor) with inserts only and no caller
+// steps once migrating: each insert scans at most 4 * kMaxShrinkFactor old
+// positions, and the migration ends before the small table is full.
+TEST(KeyIndexTest, SteepestShrinkEndsBeforeItsTableFillsOnInsertsAlone) {
+  std::mt19937 rng(47);
+  Checked c;
+  Fill(c, rng, 150'000);
+  FinishGrowth(c);
+  ASSERT_EQ(c.index().capacity(), std::size_t{1} << 18);
+  EraseDownTo(c, rng, 300);
+  c.StartShrink();
+  StepIntoMigration(c, 4096, 0);
+  ASSERT_EQ(c.index().capacity(), 4096u);  // 2^18 / kMaxShrinkFactor
+  std::uint32_t e = 1'000'000;
+  std::size_t inserts = 0;
+  while (c.index().Shrinking()) {
+    ASSERT_LT(c.index().size(), 3072u);                // 4096 * 3/4: full
+    c.Insert(static_cast<std::uint32_t>(rng()), e++);  // checks the bound
+    if (++inserts % 64 == 0) c.ExpectConsistent();
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(c.index().capacity(), 4096u);
+  EXPECT_GT(inserts,
+            (std::size_t{1} << 18) / (4 * KeyIndex::kMaxShrinkFactor) / 2);
+  c.ExpectConsistent();
+}
+
+// A shrink of a table of several huge pages gives back the pages its cursor
+// has passed as it goes; lookups never read that part (they start at the
+// cursor instead), so a given-back page, all zeros now, is never taken for
+// words (a zero word would be hash 0, entry 0, which is not live here).
+TEST(KeyIndexTest, LookupsNeverReadTheOldTablesGivenBackPart) {
+  std::mt19937 rng(53);
+  Checked c;
+  Fill(c, rng, 700'000, 1);  // entry 0 never lives
+  FinishGrowth(c);
+  ASSERT_EQ(c.index().capacity(), std::size_t{1} << 20);  // 8 MiB
+  EraseDownTo(c, rng, 16'000);
+  c.StartShrink();
+  StepIntoMigration(c, 4096, 0);
+  // Past three of the four 2 MiB pieces.
+  while (c.index().ResizeWorkLeft() > (std::size_t{1} << 18) / 2) {
+    ASSERT_TRUE(c.Step(4096));
+  }
+  c.ExpectConsistent();  // the matcher complains about entry 0
+  for (std::uint32_t h = 0; h < 20'000; ++h) {
+    ASSERT_EQ(c.Find(h * 214'013u, 0), KeyIndex::kAbsent);
+    c.index().Prefetch(h * 214'013u);
+  }
+  while (c.Step(4096)) {
+  }
   c.ExpectConsistent();
 }
 

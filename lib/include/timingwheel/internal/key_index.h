@@ -19,6 +19,14 @@ namespace internal {
 // compares the entry's key; it is asked only about entries whose stored hash
 // is equal.
 //
+// Contract: every operation keeps working exactly while the index resizes,
+// and none but Reserve, Clear and ForEach (which may touch whole tables, as
+// their callers expect) does more than a bounded amount of work, apart from
+// what the memory system adds (first touches of fresh pages, freeing a
+// block). Inserts alone drive a growth to its end, in time; ResizeStep lets
+// a caller finish one that inserts left under way, and drives shrinks,
+// which only StartShrink starts.
+//
 // Why not absl::flat_hash_set: the loop hides the map's cache misses by
 // prefetching a few commands ahead, and flat_hash_set's prefetch fetches one
 // line of a probe group that spans two or three, so most lookups still
@@ -27,61 +35,90 @@ namespace internal {
 //
 // Layout: one array of 8-byte words, hash << 32 | entry, empty = all ones;
 // linear probing from home(hash); deletion shifts later words back, so there
-// are no tombstones and probe runs stay short; capacity a power of two, grown
-// at 3/4 load: 8 to 16 bytes a key.
+// are no tombstones and probe runs stay short; capacity a power of two, at
+// most 3/4 full (a growth doubles it: 11 to 21 bytes a key as keys come).
 //
-// Growth rehashes everything at once, O(keys), and the loop does nothing
-// else meanwhile (Options::expected_timers avoids it). An incremental
-// rehash was tried and cost more than it saved (docs/design-notes.md).
+// Resizing moves the words to a new table in two phases, the same for a
+// growth and a shrink:
 //
-// Shrinking, unlike growth, is never urgent, so it is incremental: once the
-// table is large and sparse (WantsShrink), StartShrink allocates a smaller
-// one and the caller spends a bounded `budget` per ShrinkStep, between its
-// other work, until ShrinkStep returns false and the large table is freed.
-// Every operation keeps working exactly in between. A shrink has two phases:
-//
-//  1. Emptying the new table, `budget` words a step: it is fresh memory, and
-//     filling it in one go would fault in all its pages at once. Meanwhile
-//     the index lives in the large table alone, as usual.
+//  1. Emptying the new table, a bounded number of words a step: it may be
+//     fresh memory, and filling it in one go would fault in all its pages
+//     at once; in order, a step faults in one page at most. (Filling it as
+//     the words arrive would not do: new words land at random, so the first
+//     steps of phase 2 would fault in many pages each.) Meanwhile the index
+//     lives in the current table alone, as usual.
 //  2. Migrating. New words go into the new table; a lookup tries the new
-//     table, then the old one. ShrinkStep moves the old table's words into
-//     the new one in position order, from a cursor. Old-table words before
-//     the cursor have moved: they only pad probe paths and match nothing.
-//     The old table never gains a word, and erasing one there leaves a
-//     tombstone instead of shifting words back: a shift would carry a word
-//     from beyond the cursor to before it, where it would be lost, and would
-//     cut the paths of words whose run started before the cursor. So every
-//     old-table run, wrapped around the end or not, keeps its length.
+//     table, then the old one. Steps move the old table's words over in
+//     position order, from a cursor. Homes are the top bits of a product, so
+//     position order in the old table is home order in the new one too (up
+//     to a probe run): the migration reads one table and writes the other in
+//     order, with no random miss. Old-table words before the cursor have
+//     moved: lookups start at the cursor instead of a home before it and
+//     wrap around to it instead of 0, so they never read that part, which a
+//     big table gives back in pieces as the cursor passes. The old table
+//     never gains a word, and erasing one there leaves a tombstone instead
+//     of shifting words back (a shift could carry a word across the cursor
+//     and lose it), so every probe run that is left keeps its words in order
+//     and its end.
 //
-// Thresholds, chosen so that sizes never oscillate: growth doubles the table
-// at load 3/4 (leaving 3/8); a shrink is wanted when the table has more than
-// kShrinkMinCapacity words and a load under 1/16, and it moves to the
-// smallest table that holds the live words at load at most 3/8 (so above
-// 3/16), but no less than 8 words or what Reserve asked for. After a shrink
-// the live set must double before the table grows; after a growth it must
-// fall to a sixth before the table shrinks. A Clear, a growth, or a Reserve
-// beyond the smaller table ends a shrink early.
+// Growth, at load 3/4 (ReserveOneMore finds the table full): to twice the
+// capacity, or at once (one O(keys) rehash) below grow_in_steps_from words,
+// where that takes microseconds. Each ReserveOneMore during a growth does
+// kGrowStep words of its work (erases none: a growth they leave under way
+// waits for inserts or ResizeStep). Why it always ends in time: phase 1
+// empties the 2C words of the new table (C the old capacity) in C/32
+// inserts, during which the old table fills to less than 25/32 of C; phase
+// 2 scans C positions in C/64 inserts, and the new table is full only at
+// 3/2 C words. A caller's ResizeSteps only make it end sooner.
+//
+// Shrinking, never urgent, starts only when asked (WantsShrink, then
+// StartShrink): once the table is large and sparse, to the smallest table
+// that holds the live words at load at most 3/8, but no less than 8 words,
+// what Reserve asked for, or 1/kMaxShrinkFactor of the table. Phase 1 runs
+// on the caller's ResizeSteps only; in phase 2 each ReserveOneMore also
+// scans enough old positions (at most 4 * kMaxShrinkFactor) that the
+// migration ends before the smaller table would have to grow: phase 2
+// starts only below load 1/2 (else the shrink is dropped), leaving a
+// quarter of the table's words in inserts to scan the old table in. Hence
+// the factor: a shrink from a huge table to a tiny one would otherwise need
+// a huge step per insert; a further shrink follows while the table stays
+// sparse.
+//
+// Thresholds, chosen so that sizes never oscillate: after a shrink the live
+// set must double before the table grows; after a growth it must fall to a
+// sixth before the table shrinks. A growth never waits for a shrink: in
+// phase 1 the shrink is dropped, and phase 2 ends first (above). A Clear, or
+// a Reserve beyond the table being moved to, ends a resize at once.
 //
 // Positions: Find's result names the table too (old-table positions have the
 // top bit set) and stays valid until the index next changes (Insert,
-// EraseAt, ShrinkStep, ReserveOneMore, Reserve, Clear, StartShrink).
+// EraseAt, ReserveOneMore, ResizeStep, Reserve, Clear, StartShrink).
 //
-// Cost outside a shrink: as without shrinking, plus one predictable branch
-// in EntryAt, SetEntryAt, EraseAt, Prefetch and Find's miss path. During a
-// shrink, a miss also probes the old table, and Prefetch fetches both homes.
-// A step's work is bounded by its budget, apart from what the memory system
-// adds: the first touch of each new page, and in the last step the freeing
-// of the large table.
+// Cost outside a resize: one predictable branch in ReserveOneMore, EntryAt,
+// SetEntryAt, EraseAt, Prefetch and Find's miss path. During phase 2, a miss
+// also probes the old table (from the cursor's line when its home there has
+// moved), and Prefetch fetches both homes.
 class KeyIndex {
  public:
   // What Find returns when no entry matches.
   static constexpr std::size_t kAbsent = ~std::size_t{0};
 
-  // WantsShrink only for tables with more words than this: below it the
-  // saving is not worth a second table.
-  static constexpr std::size_t kShrinkMinCapacity = 4096;
+  // Tables of at least this many words grow in steps (smaller ones at once,
+  // a rehash of a few microseconds), and WantsShrink only for larger ones:
+  // below it the saving is not worth a second table.
+  static constexpr std::size_t kResizeMinCapacity = 4096;
+  // Words of growth work each ReserveOneMore does during a growth: memset
+  // words in phase 1, old positions scanned in phase 2. The arithmetic in
+  // the class comment needs at least 64; more ends growths sooner.
+  static constexpr std::size_t kGrowStep = 64;
+  static_assert(kGrowStep >= 64);
+  // A shrink divides the capacity by at most this (see the class comment).
+  static constexpr std::size_t kMaxShrinkFactor = 64;
 
-  KeyIndex() = default;
+  // Tables below grow_in_steps_from words grow at once; tests lower it to
+  // watch growths in small tables.
+  explicit KeyIndex(std::size_t grow_in_steps_from = kResizeMinCapacity)
+      : grow_in_steps_from_(grow_in_steps_from) {}
   ~KeyIndex() {
     Free(words_, capacity());
     Free(old_, OldCapacity());
@@ -90,12 +127,14 @@ class KeyIndex {
   KeyIndex(const KeyIndex&) = delete;
   KeyIndex& operator=(const KeyIndex&) = delete;
 
-  // Live words, in both tables during a shrink.
+  // Live words, in both tables during a resize.
   std::size_t size() const { return size_; }
-  // Words in the table that new words go into; size() <= capacity() * 3/4.
-  // Drops when a shrink starts migrating (phase 2).
+  // Words in the table that new words go into. size() <= capacity() * 3/4,
+  // except during a growth's phase 1: size() < capacity() * 25/32. Changes
+  // when a resize starts migrating (phase 2).
   std::size_t capacity() const { return words_ == nullptr ? 0 : mask_ + 1; }
-  // Every table held, both during a shrink.
+  // Every table held, two during a resize (parts of the old one may have
+  // been given back already).
   std::size_t MemoryBytes() const {
     return (capacity() + OldCapacity() + next_capacity_) *
            sizeof(std::uint64_t);
@@ -106,7 +145,7 @@ class KeyIndex {
     if (words_ == nullptr) return;
     PrefetchWord(&words_[Home(hash)]);
     if (old_ != nullptr) [[unlikely]]
-      PrefetchWord(&old_[HomeIn(hash, old_shift_)]);
+      PrefetchWord(&old_[OldStart(hash)]);
   }
 
   // The position of the word for `hash` whose entry satisfies matches(entry),
@@ -134,22 +173,26 @@ class KeyIndex {
     w = (w & ~std::uint64_t{0xFFFFFFFF}) | entry;
   }
 
-  // Makes room for one more word, so that the next Insert does not allocate.
-  // Throws std::bad_alloc (and changes nothing) when memory runs out. A
-  // growth during a shrink takes the words of both tables and ends it.
+  // Makes room for one more word, so that the next Insert does not allocate;
+  // call it before every Insert. Starts a growth when the table is full, and
+  // does a bounded step of a growth or of a shrink's migration under way.
+  // Throws std::bad_alloc (and changes no word) when memory runs out.
   void ReserveOneMore() {
-    if ((size_ + 1) * 4 > capacity() * 3)
-      Rehash(std::max<std::size_t>(8, capacity() * 2));
+    if (size_ >= step_at_) [[unlikely]]
+      ReserveSlow();
   }
   // Makes room for n words in all, and keeps later shrinks from going below
-  // that room (Reserve(0) lifts the floor). A shrink that would go below it
-  // is abandoned or, when migrating, ended by a growth.
+  // that room (Reserve(0) lifts the floor). More room than the table being
+  // resized to ends the resize with one rehash; a shrink's phase 1 that
+  // would go below the floor is dropped.
   void Reserve(std::size_t n) {
     const std::size_t floor =
         std::bit_ceil(std::max<std::size_t>(8, (n * 4 + 2) / 3));
-    if (n * 4 > capacity() * 3) {
+    const std::size_t room =
+        growing_ && next_ != nullptr ? next_capacity_ : capacity();
+    if (n * 4 > room * 3) {
       Rehash(floor);
-    } else if (next_ != nullptr && floor > next_capacity_) {
+    } else if (!growing_ && next_ != nullptr && floor > next_capacity_) {
       DropNext();
     }
     min_capacity_ = floor;
@@ -163,7 +206,7 @@ class KeyIndex {
   }
 
   // Removes the word at `pos` (a position Find returned), moving back the
-  // words after it that probed past it; in the old table of a shrink it
+  // words after it that probed past it; in the old table of a resize it
   // leaves a tombstone instead.
   void EraseAt(std::size_t pos) {
     --size_;
@@ -197,44 +240,48 @@ class KeyIndex {
     }
   }
 
-  // Removes every word. Keeps the capacity, or during a shrink ends it at
-  // once with the smaller table (the large one needs no emptying then).
+  // Removes every word. Ends a resize at once with the table that needs no
+  // emptying: the one migrated to in phase 2, the current one in a growth's
+  // phase 1, the smaller one in a shrink's phase 1 (the large one is given
+  // back). O(capacity).
   void Clear() {
-    if (next_ != nullptr) {
+    if (next_ != nullptr && !growing_) {
       Release(words_, capacity());
       Adopt(next_, next_capacity_);
       next_ = nullptr;
       next_capacity_ = 0;
     }
-    Release(old_, OldCapacity());
-    old_ = nullptr;
-    old_live_ = 0;
-    cursor_ = 0;
+    DropNext();
+    FreeOld();
     if (words_ != nullptr)
       std::memset(words_, 0xFF, capacity() * sizeof(std::uint64_t));
     size_ = 0;
+    EndResize();
   }
 
-  // --- Shrinking (see the class comment). The caller's round:
-  //   if (index.Shrinking()) index.ShrinkStep(budget);
+  // --- Resizing (see the class comment). A caller that wants memory back
+  // spends a bounded budget a round:
+  //   if (index.Resizing()) index.ResizeStep(budget);
   //   else if (index.WantsShrink()) index.StartShrink();
 
-  // True when no shrink is under way and the table is large and sparse
-  // enough for one. O(1), reads only this object.
+  // True when no resize is under way and the table is large and sparse
+  // enough for a shrink. O(1), reads only this object.
   bool WantsShrink() const {
-    return !Shrinking() && capacity() > kShrinkMinCapacity &&
+    return !Resizing() && capacity() > kResizeMinCapacity &&
            size_ * 16 < capacity() && min_capacity_ < capacity();
   }
-  // True from StartShrink until ShrinkStep returns false (or a Clear, or a
-  // growth). O(1).
-  bool Shrinking() const { return next_ != nullptr || old_ != nullptr; }
+  // True from the start of a growth or shrink until its last step (or a
+  // Clear, or a Reserve that ends it). O(1).
+  bool Resizing() const { return next_ != nullptr || old_ != nullptr; }
+  bool Growing() const { return Resizing() && growing_; }
+  bool Shrinking() const { return Resizing() && !growing_; }
 
   // Starts a shrink to the table the class comment describes: one
-  // allocation, no table memory touched. Does nothing during a shrink, or
+  // allocation, no table memory touched. Does nothing during a resize, or
   // when that table would not be smaller. Throws std::bad_alloc (and changes
   // nothing) when memory runs out; the index then works on as it was.
   void StartShrink() {
-    if (Shrinking()) return;
+    if (Resizing()) return;
     const std::size_t target = ShrinkTarget();
     if (target >= capacity()) return;
     next_ = Allocate(target);
@@ -242,13 +289,12 @@ class KeyIndex {
     cursor_ = 0;
   }
 
-  // Does at most `budget` words of shrink work: empties that many words of
+  // Does at most `budget` words of resize work: empties that many words of
   // the new table, or scans that many old-table positions and moves the live
-  // words among them (one probe of the new table each). Freeing the old
-  // table, when the scan is done or nothing live is left in it, ends the
-  // shrink. Returns Shrinking(): true while there is more to do (false, and
-  // nothing done, outside a shrink).
-  bool ShrinkStep(std::size_t budget) {
+  // words among them. Freeing the old table, when the scan is done or
+  // nothing live is left in it, ends the resize. Returns Resizing(): true
+  // while there is more to do (false, and nothing done, outside a resize).
+  bool ResizeStep(std::size_t budget) {
     if (next_ != nullptr) {
       const std::size_t n = std::min(budget, next_capacity_ - cursor_);
       std::memset(next_ + cursor_, 0xFF, n * sizeof(std::uint64_t));
@@ -260,25 +306,34 @@ class KeyIndex {
     if (old_ == nullptr) return false;
     const std::size_t end = cursor_ + std::min(budget, OldCapacity() - cursor_);
     // Live old words all lie at or after the cursor, so the scan stops at
-    // the last one.
-    for (; cursor_ < end && old_live_ > 0; ++cursor_) {
-      const std::uint64_t w = old_[cursor_];
+    // the last one. (Locals: the stores into the table could alias the
+    // members.)
+    std::size_t cursor = cursor_, live = old_live_;
+    std::uint64_t* const words = words_;
+    const std::size_t mask = mask_;
+    const int shift = shift_;
+    for (; cursor < end && live > 0; ++cursor) {
+      const std::uint64_t w = old_[cursor];
       if (IsLive(w)) {
-        Put(words_, mask_, shift_, w);
-        --old_live_;
+        Put(words, mask, shift, w);
+        --live;
       }
     }
-    if (old_live_ > 0) return true;
-    Release(old_, OldCapacity());
-    old_ = nullptr;
-    cursor_ = 0;
+    cursor_ = cursor;
+    old_live_ = live;
+    if (old_live_ > 0) {
+      ReleaseBehindCursor();
+      return true;
+    }
+    FreeOld();
+    EndResize();
     return false;
   }
 
-  // The words ShrinkStep still has to empty or scan at most (fewer when the
-  // old table runs out of live words early); 0 outside a shrink. A step that
+  // The words ResizeStep still has to empty or scan at most (fewer when the
+  // old table runs out of live words early); 0 outside a resize. A step that
   // returns true lowers it by exactly its budget.
-  std::size_t ShrinkWorkLeft() const {
+  std::size_t ResizeWorkLeft() const {
     if (next_ != nullptr) return next_capacity_ - cursor_ + capacity();
     if (old_ != nullptr) return OldCapacity() - cursor_;
     return 0;
@@ -288,8 +343,14 @@ class KeyIndex {
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
   // No real word takes this value: its entry would be 2^32 - 2.
   static constexpr std::uint64_t kTombstone = kEmpty - 1;
-  // Marks a position in the old table of a shrink.
+  // Marks a position in the old table of a resize.
   static constexpr std::size_t kOldTable = ~(~std::size_t{0} >> 1);
+  // Old-table words given back at a time as the cursor passes them.
+  static constexpr std::size_t kReleaseWords =
+      kHugePageBytes / sizeof(std::uint64_t);
+  // Growths release the old table in pieces from this many words (256 MiB)
+  // on: see ReleasesOld.
+  static constexpr std::size_t kReleaseGrowthFrom = std::size_t{1} << 25;
 
   static std::uint32_t HashOf(std::uint64_t w) {
     return static_cast<std::uint32_t>(w >> 32);
@@ -300,14 +361,23 @@ class KeyIndex {
   // Neither empty nor a tombstone.
   static bool IsLive(std::uint64_t w) { return w < kTombstone; }
 
+  // The size at which a table of `capacity` words is full: load 3/4.
+  static std::size_t GrowAt(std::size_t capacity) { return capacity / 4 * 3; }
+
   // Fibonacci hashing: the top bits of hash * 2^64/phi, so that a weak user
-  // hash (std::hash of an integer is the integer) still spreads.
+  // hash (std::hash of an integer is the integer) still spreads; and a
+  // table twice as large splits each home in two, in order.
   std::size_t Home(std::uint32_t hash) const { return HomeIn(hash, shift_); }
   static std::size_t HomeIn(std::uint32_t hash, int shift) {
     return static_cast<std::size_t>((hash * 0x9E3779B97F4A7C15ull) >> shift);
   }
   static int ShiftFor(std::size_t capacity) {
     return 64 - std::countr_zero(capacity);
+  }
+  // Where a lookup in the old table starts: its home, or the cursor when
+  // the home lies before it.
+  std::size_t OldStart(std::uint32_t hash) const {
+    return std::max(HomeIn(hash, old_shift_), cursor_);
   }
 
   // gcc counts __builtin_prefetch as no side effect: a function doing
@@ -328,18 +398,24 @@ class KeyIndex {
     return words_[pos];
   }
 
-  // The old table's part of Find: runs keep their length there, tombstones
-  // and moved words included, so the first empty word still ends the search.
+  // The old table's part of Find, over positions cursor_ .. end, wrapping
+  // around to cursor_: a word there was reached from its home through no
+  // empty word, and the words between that are left are still there
+  // (moved ones before the cursor aside), tombstones included, so the first
+  // empty word still ends the search. The walk is bounded too: that part
+  // of the table may hold no empty word.
   template <typename Matches>
   std::size_t FindOld(std::uint32_t hash, Matches& matches) const {
-    for (std::size_t i = HomeIn(hash, old_shift_);; i = (i + 1) & old_mask_) {
+    std::size_t i = OldStart(hash);
+    for (std::size_t n = OldCapacity() - cursor_; n != 0; --n) {
       const std::uint64_t w = old_[i];
-      if (w == kEmpty) return kAbsent;
-      if (HashOf(w) == hash && i >= cursor_ && IsLive(w) &&
-          matches(EntryOf(w))) {
+      if (w == kEmpty) break;
+      if (HashOf(w) == hash && IsLive(w) && matches(EntryOf(w))) {
         return i | kOldTable;
       }
+      i = i == old_mask_ ? cursor_ : i + 1;
     }
+    return kAbsent;
   }
 
   static void Put(std::uint64_t* words, std::size_t mask, int shift,
@@ -350,17 +426,45 @@ class KeyIndex {
   }
 
   // The smallest power of two that holds size_ words at load 3/8 at most,
-  // and no less than 8 words or what Reserve asked for.
+  // and no less than 8 words, what Reserve asked for, or capacity() /
+  // kMaxShrinkFactor.
   std::size_t ShrinkTarget() const {
     const std::size_t fit = std::bit_ceil((size_ * 8 + 2) / 3);
-    return std::max({std::size_t{8}, fit, min_capacity_});
+    return std::max(
+        {std::size_t{8}, fit, min_capacity_, capacity() / kMaxShrinkFactor});
   }
 
-  // Phase 1 -> 2: the emptied table becomes the one new words go into. If
-  // the live set has grown past half of it meanwhile, the shrink is dropped
-  // instead: migrating would leave too little room.
+  // ReserveOneMore's rare part: a step of a resize that inserts drive, and
+  // the start of a growth.
+  [[gnu::noinline]] void ReserveSlow() {
+    if (insert_step_ != 0) {
+      ResizeStep(insert_step_);
+      // Under way still: the class comment's arithmetic leaves room.
+      if (Resizing()) return;
+    }
+    if (size_ < GrowAt(capacity())) return;
+    // Full. A shrink that has not started migrating is dropped; one that has
+    // cannot be under way here (its steps above end it first).
+    DropNext();
+    const std::size_t target = std::max<std::size_t>(8, capacity() * 2);
+    if (capacity() == 0 || capacity() < grow_in_steps_from_) {
+      Rehash(target);
+      return;
+    }
+    next_ = Allocate(target);
+    next_capacity_ = target;
+    cursor_ = 0;
+    growing_ = true;
+    insert_step_ = kGrowStep;
+    step_at_ = 0;
+    ResizeStep(insert_step_);
+  }
+
+  // Phase 1 -> 2: the emptied table becomes the one new words go into. A
+  // shrink is dropped instead if the live set has grown past half of the
+  // new table meanwhile: migrating would leave too little room.
   void StartMigrating() {
-    if (size_ * 2 > next_capacity_) {
+    if (!growing_ && size_ * 2 > next_capacity_) {
       DropNext();
       return;
     }
@@ -368,17 +472,66 @@ class KeyIndex {
     old_mask_ = mask_;
     old_shift_ = shift_;
     old_live_ = size_;
+    released_ = 0;
     Adopt(next_, next_capacity_);
+    next_ = nullptr;
+    next_capacity_ = 0;
+    cursor_ = 0;
+    // A shrink: every insert scans enough positions that the scan is over
+    // before this table is full (size_ <= capacity() / 2 leaves a quarter of
+    // it; the factor bounds the step).
+    const std::size_t room = GrowAt(capacity()) - size_;
+    insert_step_ = growing_ ? kGrowStep : (OldCapacity() + room - 1) / room;
+    step_at_ = 0;
+  }
+
+  // Drops a phase-1 table, which ends a shrink still in phase 1 (a growth's
+  // callers end it themselves).
+  void DropNext() {
+    if (next_ == nullptr) return;
+    Free(next_, next_capacity_);
     next_ = nullptr;
     next_capacity_ = 0;
     cursor_ = 0;
   }
 
-  void DropNext() {
-    Free(next_, next_capacity_);
-    next_ = nullptr;
-    next_capacity_ = 0;
+  void EndResize() {
+    growing_ = false;
+    insert_step_ = 0;
+    step_at_ = GrowAt(capacity());
     cursor_ = 0;
+  }
+
+  // Whether the old table's pages go back as the cursor passes them: always
+  // for a shrink, which gives the table back anyway, and for a growth from
+  // kReleaseGrowthFrom words, where freeing the table whole could stop the
+  // caller for about a millisecond (when it is its own mapping, as blocks
+  // that large mostly are). Smaller tables freed by a growth go back to
+  // malloc whole: cheap enough, and warm for malloc's next user when they
+  // came from its heap.
+  bool ReleasesOld() const {
+    return !growing_ || OldCapacity() >= kReleaseGrowthFrom;
+  }
+
+  // Gives back the whole huge-page-sized pieces of the old table that the
+  // cursor has passed: then freeing it costs little, however large it is.
+  void ReleaseBehindCursor() {
+    if (cursor_ - released_ < kReleaseWords || !ReleasesOld()) return;
+    const std::size_t end = cursor_ / kReleaseWords * kReleaseWords;
+    LargeReleasePart(old_ + released_, (end - released_) * sizeof(*old_));
+    released_ = end;
+  }
+
+  void FreeOld() {
+    if (old_ == nullptr) return;
+    const std::size_t bytes = OldCapacity() * sizeof(std::uint64_t);
+    if (ReleasesOld()) {
+      LargeReleasePart(old_ + released_, bytes - released_ * sizeof(*old_));
+    }
+    LargeFree(old_, bytes, alignof(std::uint64_t));
+    old_ = nullptr;
+    old_live_ = 0;
+    released_ = 0;
   }
 
   void Adopt(std::uint64_t* words, std::size_t capacity) {
@@ -387,8 +540,8 @@ class KeyIndex {
     shift_ = ShiftFor(capacity);
   }
 
-  // Moves every live word, from both tables during a shrink, into a new
-  // table of `new_capacity` words, ending any shrink.
+  // Moves every live word, from both tables during a resize, into a new
+  // table of `new_capacity` words, ending any resize.
   void Rehash(std::size_t new_capacity) {
     std::uint64_t* words = Allocate(new_capacity);
     std::memset(words, 0xFF, new_capacity * sizeof(std::uint64_t));
@@ -401,11 +554,10 @@ class KeyIndex {
       if (IsLive(old_[i])) Put(words, mask, shift, old_[i]);
     }
     Free(words_, capacity());
-    Free(old_, OldCapacity());
-    old_ = nullptr;
-    old_live_ = 0;
+    FreeOld();
     DropNext();
     Adopt(words, new_capacity);
+    EndResize();
   }
 
   static std::uint64_t* Allocate(std::size_t capacity) {
@@ -426,19 +578,31 @@ class KeyIndex {
   std::size_t mask_ = 0;
   int shift_ = 64;
   std::size_t size_ = 0;
-  // Phase 2 of a shrink: the large table, live from cursor_ on.
+  // ReserveOneMore takes its slow path from this size on: the table's
+  // GrowAt, or 0 while inserts drive a resize.
+  std::size_t step_at_ = 0;
+  // Work each ReserveOneMore does for the resize under way; 0 when inserts
+  // do none (outside a resize, a shrink's phase 1).
+  std::size_t insert_step_ = 0;
+  // The resize under way (if any) is a growth.
+  bool growing_ = false;
+  // Phase 2: the table moved away from, live from cursor_ on, its pages
+  // given back below released_.
   std::uint64_t* old_ = nullptr;
   std::size_t old_mask_ = 0;
   int old_shift_ = 64;
   std::size_t old_live_ = 0;
+  std::size_t released_ = 0;
   // Phase 1: the next word of next_ to empty; phase 2: the next old position
   // to scan.
   std::size_t cursor_ = 0;
-  // Phase 1 of a shrink: the smaller table, emptied below cursor_.
+  // Phase 1: the table moved to, emptied below cursor_.
   std::uint64_t* next_ = nullptr;
   std::size_t next_capacity_ = 0;
   // Shrinks stop at this capacity (Reserve's floor).
   std::size_t min_capacity_ = 8;
+  // Tables below this many words grow at once.
+  const std::size_t grow_in_steps_from_;
 };
 
 }  // namespace internal
