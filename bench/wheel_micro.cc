@@ -10,14 +10,20 @@
 // Deadlines are in ticks. The shapes follow the workloads: 512 slots and
 // deadlines of 10..600 ticks (W1-W3 at 1 s), 128 slots and 50..150 ticks (W5
 // at 1 ms), 512 slots and 1 hour at 1 ms (W6).
+#include <sys/prctl.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "benchmark/benchmark.h"
+#include "support/memory.h"
 #include "support/rng.h"
+#include "timingwheel/internal/apply_pipeline.h"
+#include "timingwheel/internal/command.h"
 #include "timingwheel/internal/wheel.h"
 
 namespace {
@@ -91,6 +97,86 @@ void BM_Set(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
 }
 BENCHMARK(BM_Set)->Arg(1 << 10)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+
+// The loop's longest stop while n distinct keys are set into an empty wheel
+// without Reserve (Options::expected_timers unset), the key index growing
+// as it must: the sets go in batches of 256, the loop's batch, each key's
+// index line prefetched 16 sets ahead as the apply pipeline does, and every
+// batch is timed. max_batch_us is the longest batch of the pass (index
+// growth, pool chunks and page faults included), batches_over_1ms how many
+// took longer than 1 ms; items_per_second is the whole pass.
+//
+// range(1), memory: 0 cold; 1 warm, as bench/workloads runs (1 GiB of heap
+// faulted in first by support::PrefaultHeap, which also keeps blocks below
+// 32 MiB in malloc's heap); 2 warm with transparent huge pages off for the
+// pass. On the VMs we measure on, the first touch of a 2 MiB page the
+// process has not used costs milliseconds, and khugepaged collapsing an
+// advised block stops a thread touching it for as long (rarely, at random):
+// 2 shows what is left without either. Cold runs first, since the warm
+// setting stays for the rest of the process.
+// range(2) = 1 reserves n first: no index growth, the control.
+void BM_SetPause(benchmark::State& state) {
+  constexpr std::size_t kBatch = 256;
+  constexpr std::size_t kAhead = 16;
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  const std::int64_t memory = state.range(1);
+  static bool prefaulted = false;
+  if (memory != 0 && !prefaulted) {
+    support::PrefaultHeap(1024);
+    prefaulted = true;
+  }
+  const std::vector<std::uint64_t> keys = Keys(n);
+  std::vector<std::uint64_t> deadlines(n);
+  Rng rng(1);
+  for (auto& d : deadlines) d = 10 + rng.Below(591);
+  std::unique_ptr<Core> w;
+  double max_batch_ns = 0;
+  std::int64_t over_1ms = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    w.reset();
+    if (memory == 2) prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    w = std::make_unique<Core>(512);
+    if (state.range(2) != 0) w->Reserve(n);
+    state.ResumeTiming();
+    for (std::size_t b = 0; b < n; b += kBatch) {
+      const std::size_t e = std::min(n, b + kBatch);
+      const auto start = std::chrono::steady_clock::now();
+      for (std::size_t i = b; i < std::min(e, b + kAhead); ++i) {
+        w->PrefetchIndex(w->HashOf(keys[i]));
+      }
+      for (std::size_t i = b; i < e; ++i) {
+        if (i + kAhead < e) w->PrefetchIndex(w->HashOf(keys[i + kAhead]));
+        w->Set(keys[i], i, deadlines[i], w->HashOf(keys[i]));
+      }
+      const auto end = std::chrono::steady_clock::now();
+      const double ns = static_cast<double>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
+              .count());
+      max_batch_ns = std::max(max_batch_ns, ns);
+      over_1ms += ns > 1e6;
+    }
+    benchmark::DoNotOptimize(w->size());
+    state.PauseTiming();
+    w.reset();
+    if (memory == 2) prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+    state.ResumeTiming();
+  }
+  state.counters["max_batch_us"] = max_batch_ns / 1e3;
+  state.counters["batches_over_1ms"] = static_cast<double>(over_1ms);
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+BENCHMARK(BM_SetPause)
+    ->ArgNames({"n", "memory", "reserved"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (int memory : {0, 1, 2}) {  // cold first: see above
+        for (int reserved : {0, 1}) {
+          for (int n : {1 << 20, 1 << 22}) b->Args({n, memory, reserved});
+        }
+      }
+    })
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // SetTimer of a present key: replace the value and reschedule.
 void BM_SetPresent(benchmark::State& state) {
@@ -241,6 +327,72 @@ void BM_TickSpread(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_TickSpread)->Arg(1 << 20);
+
+// The loop's apply stage alone: n commands of one kind, built before the
+// clock starts, applied in batches of ApplyPipeline::kBatch through the
+// pipeline, as the loop applies what it takes off the queue, but without
+// the queue and the threads. This is the loop's cost per command at its
+// best (full batches); the workloads' loop_cpu_ns_per_op adds the queue,
+// rounds that find few commands, and everything else the loop does.
+// range(1): 0 set of n new keys into a wheel reserved for n, 1 move of
+// random present keys to random deadlines in [10, 600] ticks (W2b), 2
+// remove of every key in random order (W3b), 3 set of n new keys into an
+// empty wheel, the key index growing as it must (W1b).
+void BM_Pipeline(benchmark::State& state) {
+  using Cmd = timingwheel::internal::Command<std::uint64_t, std::uint64_t>;
+  using Pipeline =
+      timingwheel::internal::ApplyPipeline<std::uint64_t, std::uint64_t,
+                                           absl::Hash<std::uint64_t>,
+                                           std::equal_to<std::uint64_t>>;
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  const int kind = static_cast<int>(state.range(1));
+  const std::vector<std::uint64_t> keys = Keys(n);
+  std::vector<Cmd> commands(n);
+  std::unique_ptr<Core> w;
+  timingwheel::Stats counts;
+  for (auto _ : state) {
+    state.PauseTiming();
+    w.reset();
+    if (kind == 0 || kind == 3) {
+      w = std::make_unique<Core>(512);
+      if (kind == 0) w->Reserve(n);
+    } else {
+      w = Filled(keys, 512, 10, 600, 1);
+    }
+    Rng rng(9);
+    const std::vector<std::uint32_t> picks = Picks(n, kind == 2, 10);
+    for (std::size_t i = 0; i < n; ++i) {
+      switch (kind) {
+        case 0:
+        case 3:
+          commands[i] = Cmd::Set(keys[i], i, 10 + rng.Below(591));
+          break;
+        case 1:
+          commands[i] = Cmd::Move(keys[picks[i]], 10 + rng.Below(591));
+          break;
+        default:
+          commands[i] = Cmd::Remove(keys[picks[i]]);
+          break;
+      }
+    }
+    Pipeline pipeline(w.get());
+    state.ResumeTiming();
+    for (std::size_t b = 0; b < n; b += Pipeline::kBatch) {
+      pipeline.Apply(commands.data() + b, std::min(Pipeline::kBatch, n - b),
+                     counts, [](Cmd&) {});
+    }
+    benchmark::DoNotOptimize(w->size());
+  }
+  state.counters["applied"] = static_cast<double>(counts.applied);
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+BENCHMARK(BM_Pipeline)
+    ->ArgNames({"n", "kind"})
+    ->Args({1 << 20, 0})
+    ->Args({1 << 20, 1})
+    ->Args({1 << 20, 2})
+    ->Args({1 << 20, 3})
+    ->Unit(benchmark::kMillisecond);
 
 // The floor under every command: one random lookup in an absl flat map of
 // 8-byte keys (peers.md: "about 80 ns at 1 M keys").
