@@ -43,12 +43,7 @@ void* LargeAllocate(std::size_t bytes, std::size_t align) {
     return ::operator new (bytes, std::align_val_t{align});
   }
   const std::size_t rounded = RoundToHugePages(bytes);
-  void* p = ::operator new (rounded, std::align_val_t{kHugePageBytes});
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  // Advice only: where THP is off the block simply stays on small pages.
-  madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-  return p;
+  return ::operator new (rounded, std::align_val_t{kHugePageBytes});
 }
 
 void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept {

@@ -56,9 +56,9 @@ namespace internal {
 // because of a shrink), and the entries above simply stay.
 //
 // Chunks: the first kChunksPerSlab are allocated one by one, so a small
-// wheel stays small; later ones are cut from slabs of kChunksPerSlab chunks,
-// which LargeAllocate puts on huge pages (with 32-byte entries a slab is
-// exactly one 2 MiB page). A shrink keeps whole slabs.
+// wheel stays small; later ones are cut from slabs of kChunksPerSlab chunks
+// (with 32-byte entries a slab is 2 MiB, one LargeAllocate). A shrink keeps
+// whole slabs.
 template <typename Entry>
 class EntryPool {
  public:

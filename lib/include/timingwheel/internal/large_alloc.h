@@ -1,4 +1,4 @@
-// Memory for the wheel's big arrays, on huge pages where the OS allows.
+// Memory for the wheel's big arrays, which can be given back in pieces.
 #ifndef TIMINGWHEEL_INTERNAL_LARGE_ALLOC_H_
 #define TIMINGWHEEL_INTERNAL_LARGE_ALLOC_H_
 
@@ -7,16 +7,19 @@
 namespace timingwheel {
 namespace internal {
 
-// The size from which LargeAllocate asks for huge pages.
+// The size from which LargeAllocate aligns blocks to 2 MiB: the piece the
+// key index gives back at a time, and a huge page where the system puts
+// memory on huge pages by itself (THP "always").
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
 // Allocates `bytes` (uninitialized), aligned to `align` at least; throws
-// std::bad_alloc. From
-// kHugePageBytes up the block is huge-page aligned and advised
-// MADV_HUGEPAGE: the entry pool and the key index are read at random, and
-// with 4 KiB pages nearly every access of a million-timer wheel also misses
-// the TLB, whose page walk (nested, in a VM) costs about as much as the
-// cache miss itself. Freed with LargeFree(p, bytes, align) or LargeRelease.
+// std::bad_alloc. From kHugePageBytes up the block is rounded up to, and
+// aligned to, whole 2 MiB pieces. It is not advised MADV_HUGEPAGE: the
+// first touch of a huge page faults in 2 MiB at once, which stops the
+// loop for milliseconds where fresh memory is slow to back (about 12 ms on
+// the VMs we measure on), and warm wheels ran no faster on huge pages
+// (docs/design-notes.md). Freed with LargeFree(p, bytes, align) or
+// LargeRelease.
 void* LargeAllocate(std::size_t bytes, std::size_t align);
 void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept;
 
