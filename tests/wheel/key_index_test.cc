@@ -1001,6 +1001,42 @@ TEST(KeyIndexTest, LookupsNeverReadTheOldTablesGivenBackPart) {
   c.ExpectConsistent();
 }
 
+// A growth from a table of 16 MiB or more gives the old table back in 2 MiB
+// pieces as the cursor passes them, so that freeing it at the end does not
+// stop the loop (unmapping it whole took milliseconds), and lookups, which
+// inserts drive all through the growth, never read the part given back
+// (it reads as zeros there: entry 0, which never lives).
+TEST(KeyIndexTest, GrowthOfALargeTableGivesTheOldOneBackInPieces) {
+  constexpr std::size_t kLarge = std::size_t{1} << 21;  // 16 MiB of words
+  constexpr std::size_t kPiece = std::size_t{1} << 18;  // 2 MiB of words
+  std::mt19937 rng(59);
+  Checked c;
+  std::uint32_t e = 1;  // entry 0 never lives
+  while (!(c.index().capacity() == kLarge && c.index().Growing())) {
+    ASSERT_NO_FATAL_FAILURE(c.Insert(static_cast<std::uint32_t>(rng()), e++));
+  }
+  while (c.index().capacity() == kLarge) {  // emptying the doubled table
+    ASSERT_NO_FATAL_FAILURE(c.Insert(static_cast<std::uint32_t>(rng()), e++));
+  }
+  ASSERT_EQ(c.index().OldWordsGivenBack(), 0u);
+  // Past three of the old table's eight pieces, on inserts alone.
+  while (c.index().ResizeWorkLeft() > kLarge - 3 * kPiece) {
+    ASSERT_NO_FATAL_FAILURE(c.Insert(static_cast<std::uint32_t>(rng()), e++));
+  }
+  ASSERT_TRUE(c.index().Growing());
+  EXPECT_EQ(c.index().OldWordsGivenBack(), 3 * kPiece);
+  c.ExpectConsistent();  // the matcher complains about entry 0
+  for (std::uint32_t h = 0; h < 20'000; ++h) {
+    ASSERT_EQ(c.Find(h * 214'013u, 0), KeyIndex::kAbsent);
+  }
+  while (c.index().Growing()) {
+    ASSERT_NO_FATAL_FAILURE(c.Insert(static_cast<std::uint32_t>(rng()), e++));
+  }
+  EXPECT_EQ(c.index().capacity(), 2 * kLarge);
+  EXPECT_EQ(c.index().OldWordsGivenBack(), 0u);
+  c.ExpectConsistent();
+}
+
 }  // namespace
 }  // namespace internal
 }  // namespace timingwheel

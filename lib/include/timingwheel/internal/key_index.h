@@ -339,6 +339,10 @@ class KeyIndex {
     return 0;
   }
 
+  // Words of the old table of a resize under way whose pages were already
+  // given back (see ReleasesOld); 0 outside a migration.
+  std::size_t OldWordsGivenBack() const { return released_; }
+
  private:
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
   // No real word takes this value: its entry would be 2^32 - 2.
@@ -348,9 +352,9 @@ class KeyIndex {
   // Old-table words given back at a time as the cursor passes them.
   static constexpr std::size_t kReleaseWords =
       kHugePageBytes / sizeof(std::uint64_t);
-  // Growths release the old table in pieces from this many words (256 MiB)
+  // Growths release the old table in pieces from this many words (16 MiB)
   // on: see ReleasesOld.
-  static constexpr std::size_t kReleaseGrowthFrom = std::size_t{1} << 25;
+  static constexpr std::size_t kReleaseGrowthFrom = std::size_t{1} << 21;
 
   static std::uint32_t HashOf(std::uint64_t w) {
     return static_cast<std::uint32_t>(w >> 32);
@@ -505,10 +509,10 @@ class KeyIndex {
   // Whether the old table's pages go back as the cursor passes them: always
   // for a shrink, which gives the table back anyway, and for a growth from
   // kReleaseGrowthFrom words, where freeing the table whole could stop the
-  // caller for about a millisecond (when it is its own mapping, as blocks
-  // that large mostly are). Smaller tables freed by a growth go back to
-  // malloc whole: cheap enough, and warm for malloc's next user when they
-  // came from its heap.
+  // caller for a millisecond or more (when it is its own mapping, as blocks
+  // that large mostly are: unmapping 16 MiB took 1.2 ms on our VMs, 32 MiB
+  // 3 ms). Smaller tables freed by a growth go back to malloc whole: cheap
+  // enough, and warm for malloc's next user when they came from its heap.
   bool ReleasesOld() const {
     return !growing_ || OldCapacity() >= kReleaseGrowthFrom;
   }
