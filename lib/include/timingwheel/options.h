@@ -46,11 +46,11 @@ struct Options {
   // atomic add a call, as max_pending.
   absl::Duration max_lag = absl::ZeroDuration();
   // How many timers the wheel is expected to hold at its peak, 0 = unknown.
-  // Create sizes the key index for it up front (8 to 16 bytes a timer):
-  // otherwise the index doubles as the wheel grows, and each doubling stops
-  // the loop while it rehashes every key (O(timers), milliseconds at a
-  // million: docs/performance.md), delaying every tick due meanwhile. A
-  // hint, not a limit.
+  // Create sizes the key index for it up front (8 to 16 bytes a timer).
+  // Without it the index doubles as the wheel grows, a bounded step of the
+  // move per insert, so no command stops the loop for a rehash; the hint
+  // saves that work, and the two tables held while a doubling is under
+  // way. A hint, not a limit.
   std::size_t expected_timers = 0;
   // Where ticks come from. nullptr = real time (drift-free, monotonic clock).
   // A ManualTicker drives at most one wheel at a time.
