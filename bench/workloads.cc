@@ -71,6 +71,11 @@ struct Config {
   std::int64_t w8_n = 4000000;
   double w8_seconds = 10;    // W8's window after the filling
   bool w8_presized = false;  // W8 with Options::expected_timers = w8_n
+  // W5-lag's variants, for telling its lateness apart: expected_timers = n,
+  // and how a refused caller waits before retrying (0: a yield, as
+  // peers.md defines W5; else a sleep of that many microseconds).
+  bool w5_lag_presized = false;
+  std::int64_t w5_retry_sleep_us = 0;
   std::int64_t w9_n = 5000000;
   std::int64_t w9_chunk = 100000;
   double w9_idle_seconds = 10;
@@ -99,6 +104,11 @@ Config ParseFlags(int argc, char** argv) {
   flags.Add("w8_seconds", &c.w8_seconds, "W8 window after the filling");
   flags.Add("w8_presized", &c.w8_presized,
             "W8 with Options::expected_timers = w8_n (no index growth)");
+  flags.Add("w5_lag_presized", &c.w5_lag_presized,
+            "W5-lag with Options::expected_timers = n (no index growth)");
+  flags.Add("w5_retry_sleep_us", &c.w5_retry_sleep_us,
+            "W5 and W5-lag: a refused call is retried after sleeping this "
+            "long instead of after a yield (0)");
   flags.Add("w9_n", &c.w9_n, "W9 timers at the peak");
   flags.Add("w9_chunk", &c.w9_chunk, "W9 commands applied at a time");
   flags.Add("w9_idle_seconds", &c.w9_idle_seconds,
@@ -678,7 +688,8 @@ Firings AnalyseFirings(const FireRecorder& recorder,
 // callbacks.
 //
 // presized: Options::expected_timers = N, so that the key index never grows
-// (a growth stops the loop ~5 ms at 786,432 timers; see options.h).
+// (while a growth is under way a set costs the loop about twice as much:
+// BM_SetPause in wheel_micro.cc).
 //
 // A call refused with ResourceExhausted is retried after a yield, and its
 // timer's deadline counts from the accepted call. W5-lag: Options::max_lag
@@ -718,7 +729,12 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
           break;
         }
         ++refused;
-        std::this_thread::yield();
+        if (ctx.flags.w5_retry_sleep_us > 0) {
+          std::this_thread::sleep_for(
+              std::chrono::microseconds(ctx.flags.w5_retry_sleep_us));
+        } else {
+          std::this_thread::yield();
+        }
       }
     }
     refusals.fetch_add(refused);
@@ -751,6 +767,7 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
       .Add("refusals", refusals.load())
       .Add("errors", errors.load())
       .Add("presized", presized ? 1 : 0)
+      .Add("retry_sleep_us", ctx.flags.w5_retry_sleep_us)
       .Add("delay_ms_min", 50)
       .Add("delay_ms_max", 150)
       .Add("submit_seconds", (submitted - start) / 1e9)
@@ -1298,7 +1315,7 @@ int main(int argc, char** argv) {
     RunW5(ctx, 1, /*presized=*/true);
   }
   if (Wanted(flags, "w5-lag")) {
-    RunW5(ctx, 1, /*presized=*/false, /*producers=*/2,
+    RunW5(ctx, 1, ctx.flags.w5_lag_presized, /*producers=*/2,
           /*max_lag=*/absl::Milliseconds(2));
   }
   if (Wanted(flags, "w6")) RunW6(ctx);
