@@ -11,6 +11,7 @@
 // deadlines of 10..600 ticks (W1-W3 at 1 s), 128 slots and 50..150 ticks (W5
 // at 1 ms), 512 slots and 1 hour at 1 ms (W6).
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -98,13 +99,22 @@ void BM_Set(benchmark::State& state) {
 }
 BENCHMARK(BM_Set)->Arg(1 << 10)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
+// Page faults this thread has taken so far (first touches of memory).
+std::int64_t ThreadPageFaults() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt + u.ru_majflt;
+}
+
 // The loop's longest stop while n distinct keys are set into an empty wheel
 // without Reserve (Options::expected_timers unset), the key index growing
 // as it must: the sets go in batches of 256, the loop's batch, each key's
 // index line prefetched 16 sets ahead as the apply pipeline does, and every
 // batch is timed. max_batch_us is the longest batch of the pass (index
 // growth, pool chunks and page faults included), batches_over_1ms how many
-// took longer than 1 ms; items_per_second is the whole pass.
+// took longer than 1 ms, page_faults how many first touches of memory the
+// pass took (telling the growth's own work from the memory system's);
+// items_per_second is the whole pass.
 //
 // range(1), memory: 0 cold; 1 warm, as bench/workloads runs (1 GiB of heap
 // faulted in first by support::PrefaultHeap, which also keeps blocks below
@@ -132,12 +142,14 @@ void BM_SetPause(benchmark::State& state) {
   std::unique_ptr<Core> w;
   double max_batch_ns = 0;
   std::int64_t over_1ms = 0;
+  std::int64_t faults = 0;
   for (auto _ : state) {
     state.PauseTiming();
     w.reset();
     if (memory == 2) prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
     w = std::make_unique<Core>(512);
     if (state.range(2) != 0) w->Reserve(n);
+    const std::int64_t faults_before = ThreadPageFaults();
     state.ResumeTiming();
     for (std::size_t b = 0; b < n; b += kBatch) {
       const std::size_t e = std::min(n, b + kBatch);
@@ -158,12 +170,14 @@ void BM_SetPause(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(w->size());
     state.PauseTiming();
+    faults += ThreadPageFaults() - faults_before;
     w.reset();
     if (memory == 2) prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
     state.ResumeTiming();
   }
   state.counters["max_batch_us"] = max_batch_ns / 1e3;
   state.counters["batches_over_1ms"] = static_cast<double>(over_1ms);
+  state.counters["page_faults"] = static_cast<double>(faults);
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
 }
 BENCHMARK(BM_SetPause)
