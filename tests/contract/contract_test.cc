@@ -695,29 +695,55 @@ TEST(S8Stop, DestructorDropsEntriesExactlyOnce) {
 // is busy, so keep it busy deterministically: a ManualTicker tick waits for its
 // callbacks, and one callback blocks until the test has filled the queue.
 
+// A ManualWheel with `max_pending` whose loop is held: key 0 is set and
+// ticked on a thread of its own (Tick waits only for its own thread's
+// commands, so the Set must come from the ticking thread), and its callback
+// blocks until Release(). Meanwhile nothing is dequeued. Key 0 fires on the
+// wheel's tick 1, which the ManualWheel attributes to its own first Tick.
+class HeldLoop {
+ public:
+  explicit HeldLoop(std::size_t max_pending)
+      : w_(
+            8,
+            [this](IntWheel&, int key, int) {
+              if (key == 0) {
+                entered_.Notify();
+                release_.WaitFor(kHangGuard);
+              }
+            },
+            WithMaxPending(max_pending)),
+        ticking_([this] {
+          EXPECT_TRUE(w_.wheel().SetTimer(0, 0, kInterval).ok());
+          w_.ticker().Tick();
+        }) {}
+  ~HeldLoop() { Release(); }
+
+  // Waits until the callback holds the loop; false after kHangGuard.
+  bool Held() { return entered_.WaitFor(kHangGuard); }
+  // Lets the loop go and waits for the ticking thread.
+  void Release() {
+    release_.Notify();
+    if (ticking_.joinable()) ticking_.join();
+  }
+  ManualWheel& w() { return w_; }
+
+ private:
+  static Options WithMaxPending(std::size_t max_pending) {
+    Options options = TestOptions();
+    options.max_pending = max_pending;
+    return options;
+  }
+
+  Event entered_, release_;
+  ManualWheel w_;
+  std::thread ticking_;
+};
+
 TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
   constexpr int kMaxPending = 5;
-  Event entered, release;
-  Options options = TestOptions();
-  options.max_pending = kMaxPending;
-  ManualWheel w(
-      8,
-      [&](IntWheel&, int key, int) {
-        if (key == 0) {
-          entered.Notify();
-          release.WaitFor(kHangGuard);
-        }
-      },
-      options);
-  ManualTicker& ticker = w.ticker();
-  IntWheel& wheel = w.wheel();
-  // Set and Tick from one thread: Tick waits only for its own thread's
-  // commands, so the Set must come from the ticking thread.
-  std::thread ticking([&] {
-    EXPECT_TRUE(wheel.SetTimer(0, 0, kInterval).ok());
-    ticker.Tick();
-  });
-  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  HeldLoop held(kMaxPending);
+  ManualWheel& w = held.w();
+  ASSERT_TRUE(held.Held());
 
   // The loop waits for the blocked callback: nothing is dequeued now.
   for (int k = 1; k <= kMaxPending; ++k) {
@@ -731,8 +757,7 @@ TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
             StatusCode::kResourceExhausted);
   EXPECT_EQ(w.wheel().RemoveTimer(1).code(), StatusCode::kResourceExhausted);
 
-  release.Notify();
-  ticking.join();
+  held.Release();
   // The accepted commands were all applied (set during tick 1 with one
   // interval: due on tick 2); the refused ones were not. w attributes key 0,
   // fired by the other thread's Tick, to its own first Tick.
@@ -892,26 +917,12 @@ TEST(B2Batch, RefusedBatchChangesNothing) {
 
 // B2 with max_pending: a batch that does not fit now is refused whole
 // (ResourceExhausted) and one that never can is InvalidArgument; the loop
-// is kept busy by a blocked callback, as in ErrorsMaxPending.
+// is held busy as in ErrorsMaxPending.
 TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
   constexpr int kMaxPending = 5;
-  Event entered, release;
-  Options options = TestOptions();
-  options.max_pending = kMaxPending;
-  ManualWheel w(
-      8,
-      [&](IntWheel&, int key, int) {
-        if (key == 0) {
-          entered.Notify();
-          release.WaitFor(kHangGuard);
-        }
-      },
-      options);
-  std::thread ticking([&] {
-    EXPECT_TRUE(w.wheel().SetTimer(0, 0, kInterval).ok());
-    w.ticker().Tick();
-  });
-  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  HeldLoop held(kMaxPending);
+  ManualWheel& w = held.w();
+  ASSERT_TRUE(held.Held());
 
   Vec three = {{1, 1}, {2, 2}, {3, 3}};
   Vec three_more = {{4, 4}, {5, 5}, {6, 6}};
@@ -928,8 +939,7 @@ TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
   const std::vector<int> keys2 = {1, 2};
   EXPECT_TRUE(w.wheel().MoveTimers(keys2, 2 * kInterval).ok());  // fills it
 
-  release.Notify();
-  ticking.join();
+  held.Release();
   // Set during the wheel's tick 1 with one interval, key 3 is due on its
   // tick 2, w's first (which also records key 0, fired by the other
   // thread's Tick); keys 1 and 2 were moved one tick further.
