@@ -1,6 +1,7 @@
 #include "timingwheel/internal/clock.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "timingwheel/internal/ticks.h"
 
@@ -46,11 +47,11 @@ std::uint64_t RealClock::TicksDue() const {
 
 std::uint64_t RealClock::DeadlineTick(absl::Duration delay) const {
   // The common case in integer nanoseconds: Duration arithmetic and
-  // IDivDuration would be most of a producer's cost per call. Rounding the delay up to
-  // whole nanoseconds first is exact, since ceil(x / I) == ceil(ceil(x) / I)
-  // for a whole-nanosecond interval I and start-relative times. With delay,
-  // interval and time since start each below 2^61 ns (73 years), the sum
-  // below cannot overflow.
+  // IDivDuration would be most of a producer's cost per call. Rounding the
+  // delay up to whole nanoseconds first is exact, since ceil(x / I) ==
+  // ceil(ceil(x) / I) for a whole-nanosecond interval I and start-relative
+  // times. With delay, interval and time since start each below 2^61 ns (73
+  // years), the sum below cannot overflow.
   if (interval_ns_ > 0 && delay < absl::Nanoseconds(kFastLimit)) {
     std::int64_t delay_ns = absl::ToInt64Nanoseconds(delay);
     if (absl::Nanoseconds(delay_ns) < delay) ++delay_ns;
@@ -63,6 +64,19 @@ std::uint64_t RealClock::DeadlineTick(absl::Duration delay) const {
   }
   // Duration addition saturates to infinity rather than wrapping.
   return CeilTicks(SinceStart() + delay, interval_);
+}
+
+std::int64_t RealClock::SteadyNanosOfTick(std::uint64_t tick) const {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t start_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          start_.time_since_epoch())
+          .count();
+  if (tick > static_cast<std::uint64_t>(kMax)) return kMax;
+  // Duration arithmetic saturates to infinity, which converts to kMax.
+  const std::int64_t offset =
+      absl::ToInt64Nanoseconds(interval_ * static_cast<std::int64_t>(tick));
+  return offset > kMax - start_ns ? kMax : start_ns + offset;
 }
 
 absl::Duration RealClock::UntilTick(std::uint64_t tick) const {

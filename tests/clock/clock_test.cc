@@ -72,6 +72,23 @@ TEST(RealClock, HugeDelaysSaturate) {
   EXPECT_EQ(clock.DeadlineTick(absl::Seconds(INT64_MAX)), kMaxTick);
 }
 
+// Where tick j falls on the steady clock: start + j * interval, exactly,
+// and saturating instead of overflowing for ticks beyond any real time.
+TEST(RealClock, SteadyNanosOfTickIsStartPlusWholeIntervals) {
+  const SteadyClock::time_point start = SteadyClock::now();
+  const std::int64_t start_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          start.time_since_epoch())
+          .count();
+  const RealClock clock(absl::Milliseconds(10), start);
+  EXPECT_EQ(clock.SteadyNanosOfTick(0), start_ns);
+  EXPECT_EQ(clock.SteadyNanosOfTick(3), start_ns + 30000000);
+  EXPECT_EQ(clock.SteadyNanosOfTick(kMaxTick), INT64_MAX);
+  EXPECT_EQ(clock.SteadyNanosOfTick(kNever), INT64_MAX);
+  const RealClock fine(absl::Nanoseconds(3), start);
+  EXPECT_EQ(fine.SteadyNanosOfTick(1000), start_ns + 3000);
+}
+
 TEST(RealClock, TicksDueCountsWholeIntervalsSinceStart) {
   const SteadyClock::time_point start =
       SteadyClock::now() - std::chrono::milliseconds(2500);

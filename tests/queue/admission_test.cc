@@ -5,6 +5,8 @@
 #include "timingwheel/internal/admission.h"
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -99,6 +101,59 @@ TEST(Admission, MaxLagRefusesWhileABusyLoopHasNotComeRound) {
   a.Idle();                      // asleep: woken by the next command
   EXPECT_TRUE(a.Admit(1).ok());
   a.RoundStarts(now_ns());
+  EXPECT_TRUE(a.Admit(1).ok());
+}
+
+// A busy loop whose first tick with work came due more than max_lag ago is
+// behind too, however short its queue: its timers fire that late already.
+// Work due in the future, or within max_lag, or no work at all, refuses
+// nothing; nor does an idle loop, or an empty queue.
+TEST(Admission, MaxLagRefusesWhileTheLoopsTicksAreBehind) {
+  Admission a(0, absl::Milliseconds(5));
+  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  a.RoundStarts(now_ns());
+  a.WorkDueAt(now_ns() + 1000000000);  // in a second
+  EXPECT_TRUE(a.Admit(1).ok());
+  EXPECT_TRUE(a.Admit(1).ok());     // 1 queued, the round just started
+  a.WorkDueAt(now_ns() - 1000000);  // 1 ms overdue: within max_lag
+  EXPECT_TRUE(a.Admit(1).ok());
+  a.WorkDueAt(now_ns() - 10000000);  // 10 ms overdue
+  const absl::Status refused = a.Admit(1);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("max_lag"), std::string::npos);
+  a.Taken(3);
+  EXPECT_TRUE(a.Admit(1).ok());  // an empty queue admits anything
+  EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
+  a.WorkDueAt(std::numeric_limits<std::int64_t>::max());  // no work
+  EXPECT_TRUE(a.Admit(1).ok());
+  a.WorkDueAt(now_ns() - 10000000);
+  a.Idle();  // asleep: woken by the next command
+  EXPECT_TRUE(a.Admit(1).ok());
+}
+
+// What is overdue and what is queued share max_lag: at 10 ns a command,
+// 500,000 commands fit in 5 ms, but only a fifth of them once the first
+// tick with work is 4 ms overdue.
+TEST(Admission, OverdueTicksLeaveLessRoomForQueuedWork) {
+  Admission a(0, absl::Milliseconds(5));
+  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  a.RoundStarts(now_ns());
+  EXPECT_TRUE(a.Admit(200000).ok());  // into an empty queue
+  a.WorkDueAt(now_ns() - 1000000);    // 1 ms overdue: room for 400,000
+  EXPECT_TRUE(a.Admit(1).ok());
+  a.WorkDueAt(now_ns() - 4000000);  // 4 ms overdue: room for 100,000
+  EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
+  a.Taken(150000);  // 50,001 queued
   EXPECT_TRUE(a.Admit(1).ok());
 }
 

@@ -22,7 +22,8 @@ namespace internal {
 //    (api.md Errors, B2), or
 //  - max_lag is set and applying what is already queued would take the loop
 //    longer than max_lag (api.md "Overload"): at the loop's measured pace,
-//    or because the loop has not come round to the queue for max_lag.
+//    or because the loop has not come round to the queue for max_lag, or
+//    because its ticks are already more than max_lag behind the clock.
 // The loop's pace is not known in advance and changes with the wheel's
 // size, the mix of commands, the timers firing and the machine's load, so
 // the loop measures it in wall time while busy (RecordApplied) and
@@ -35,7 +36,7 @@ namespace internal {
 // With neither bound set nothing is counted and Admit costs one predictable
 // branch; with one set, every call pays one shared atomic add (and the loop
 // one subtract per batch); with max_lag, a call that finds commands queued
-// while the loop is busy also reads the clock.
+// while the loop is busy also reads the clock and two published times.
 class Admission {
  public:
   Admission(std::size_t max_pending, absl::Duration max_lag)
@@ -110,6 +111,17 @@ class Admission {
   void RoundStarts(std::int64_t now_ns) {
     round_ns_.store(now_ns, std::memory_order_relaxed);
   }
+  // Loop side, with max_lag set: when the first tick the loop still has
+  // work on (timers to fire or refile) is due, in steady-clock nanoseconds
+  // (INT64_MAX: none, or manual time). Once that lies more than max_lag in
+  // the past, timers are firing more than max_lag late already, however
+  // short the queue: firing takes the loop's time as commands do, and a
+  // queue kept full by a flood would leave the ticks ever further behind
+  // (each round works off max_lag of commands, then the ticks that came
+  // due meanwhile, which take longer the more there are).
+  void WorkDueAt(std::int64_t due_ns) {
+    work_due_ns_.store(due_ns, std::memory_order_relaxed);
+  }
   void Idle() { round_ns_.store(kIdle, std::memory_order_relaxed); }
 
   // Loop side: the current estimate, for tests and stats.
@@ -124,7 +136,8 @@ class Admission {
   static constexpr double kInitialNsPerCommand = 200;
 
   // With `before` commands queued: would working them off take the loop
-  // longer than max_lag? Reads the clock only when the loop is busy.
+  // longer than max_lag, or is it more than max_lag behind already? Reads
+  // the clock only when the loop is busy.
   bool LoopIsBehind(std::int64_t before) const {
     if (before > lag_limit_.load(std::memory_order_relaxed)) return true;
     const std::int64_t round = round_ns_.load(std::memory_order_relaxed);
@@ -133,7 +146,16 @@ class Admission {
         std::chrono::duration_cast<std::chrono::nanoseconds>(
             std::chrono::steady_clock::now().time_since_epoch())
             .count();
-    return static_cast<double>(now - round) > max_lag_ns_;
+    if (static_cast<double>(now - round) > max_lag_ns_) return true;
+    // The first tick with work waits for the queued commands too: what is
+    // overdue already and what is queued must fit in max_lag together.
+    const std::int64_t work = work_due_ns_.load(std::memory_order_relaxed);
+    if (work >= now) return false;
+    const double overdue = static_cast<double>(now - work);
+    if (overdue > max_lag_ns_) return true;
+    const auto limit =
+        static_cast<double>(lag_limit_.load(std::memory_order_relaxed));
+    return static_cast<double>(before) > limit * (1 - overdue / max_lag_ns_);
   }
 
   void PublishLimit() {
@@ -151,6 +173,9 @@ class Admission {
       std::numeric_limits<std::int64_t>::max()};
   // When the loop last started a round, or kIdle; see RoundStarts.
   std::atomic<std::int64_t> round_ns_{kIdle};
+  // When the loop's first tick with work is due; see WorkDueAt.
+  std::atomic<std::int64_t> work_due_ns_{
+      std::numeric_limits<std::int64_t>::max()};
   alignas(64) std::atomic<std::int64_t> queued_{0};
 };
 

@@ -29,6 +29,9 @@ class RealClock {
   std::uint64_t DeadlineTick(absl::Duration delay) const;
   // How long until tick `tick` is due; zero if it is.
   absl::Duration UntilTick(std::uint64_t tick) const;
+  // When tick `tick` is due, in nanoseconds of the steady clock's epoch,
+  // saturating at INT64_MAX.
+  std::int64_t SteadyNanosOfTick(std::uint64_t tick) const;
   // Time since tick 0. One clock read.
   absl::Duration SinceStart() const {
     return absl::FromChrono(std::chrono::steady_clock::now() - start_);

@@ -134,6 +134,9 @@ class CommandQueue {
                                .count());
   }
   void Idle() { admission_.Idle(); }
+  // Consumer side, for max_lag: when its first tick with work is due (see
+  // Admission::WorkDueAt).
+  void WorkDueAt(std::int64_t due_ns) { admission_.WorkDueAt(due_ns); }
   // Consumer side: what applying `commands` took, for max_lag.
   void RecordApplied(std::size_t commands, absl::Duration elapsed) {
     admission_.RecordApplied(commands, elapsed);

@@ -277,10 +277,14 @@ class EventLoop final : public TickSink {
   // the start of each round, with `slept` when the loop slept since the
   // last call: idle time says nothing about the pace. A window that drained
   // the wheel is dropped (a Drain's cost is its own, not the commands').
+  // Also tells admission when the round starts, and when the first tick
+  // the wheel has work on is due (a bitmap search per level): how late the
+  // loop is on its ticks.
   void MeasurePace(bool slept) {
     if (!queue_.BoundsLag()) return;
     const Clock::time_point now = Clock::now();
     queue_.RoundStarts(now);
+    queue_.WorkDueAt(time_.SteadyNanosOfTick(wheel_.NextDueTick()));
     if (slept || drained_in_window_) {
       pace_start_ = now;
       pace_commands_ = 0;

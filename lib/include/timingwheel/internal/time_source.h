@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <latch>
+#include <limits>
 
 #include "absl/time/time.h"
 #include "timingwheel/internal/clock.h"
@@ -74,6 +75,16 @@ class TimeSource {
   absl::Duration UntilTick(std::uint64_t tick, absl::Duration cap) const {
     if (manual_ || tick == kNever) return cap;
     return std::min(cap, clock_.UntilTick(tick));
+  }
+
+  // When tick `tick` is due, in nanoseconds of the steady clock's epoch;
+  // INT64_MAX for kNever and under manual time, which the steady clock
+  // does not drive.
+  std::int64_t SteadyNanosOfTick(std::uint64_t tick) const {
+    if (manual_ || tick == kNever) {
+      return std::numeric_limits<std::int64_t>::max();
+    }
+    return clock_.SteadyNanosOfTick(tick);
   }
 
   // Loop thread: a ManualTicker::Tick request was applied.
