@@ -39,9 +39,10 @@ struct Options {
   // before them). With max_lag > 0, SetTimer/MoveTimer/RemoveTimer (and
   // their batch forms) return ResourceExhausted, with no effect, while
   // applying what is already queued would take the loop longer than
-  // max_lag, at its measured pace (or the busy loop has not come round to
-  // the queue for max_lag); timers then fire at most about max_lag plus one
-  // interval late, as far as the pace holds: while the key index grows a
+  // max_lag, at its measured pace, counting what its ticks are overdue
+  // already (or the busy loop has not come round to the queue for
+  // max_lag); timers then fire at most about max_lag plus one interval
+  // late, as far as the pace holds: while the key index grows a
   // set costs the loop about twice as much (set expected_timers where
   // lateness matters). A refused caller should retry later (after a yield
   // or a short sleep) or shed the work. Finite, >= 0. Cost: one shared
