@@ -18,6 +18,21 @@ namespace {
 
 using ::absl::StatusCode;
 
+// Now on the steady clock, as the loop publishes its times.
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Teaches `a` a pace of `ns` nanoseconds a command, as a loop that has run
+// for a while would have.
+void TeachPace(Admission& a, int ns) {
+  for (int i = 0; i < 100; ++i) {
+    a.RecordApplied(1000, absl::Nanoseconds(1000 * ns));
+  }
+}
+
 TEST(Admission, WithoutBoundsEverythingIsAdmittedUncounted) {
   Admission a(0, absl::ZeroDuration());
   EXPECT_FALSE(a.counting());
@@ -49,7 +64,7 @@ TEST(Admission, MaxLagComparesTheQueuedWorkWithTheMeasuredPace) {
   EXPECT_TRUE(a.counting());
   EXPECT_TRUE(a.bounds_lag());
   // Teach it a pace of 100 ns a command: 1,000 commands fit in 100 us.
-  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(100));
+  TeachPace(a, 100);
   EXPECT_NEAR(a.ns_per_command(), 100, 1);
   EXPECT_TRUE(a.Admit(5000).ok());  // into an empty queue: any size
   const absl::Status refused = a.Admit(1);
@@ -61,7 +76,7 @@ TEST(Admission, MaxLagComparesTheQueuedWorkWithTheMeasuredPace) {
   EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);  // 1,010
 
   // A slower loop (1 us a command) admits less: 100 commands.
-  for (int i = 0; i < 100; ++i) a.RecordApplied(100, absl::Microseconds(100));
+  TeachPace(a, 1000);
   a.Taken(1010 - 150);  // 150 queued
   EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
   a.Taken(60);  // 90 queued
@@ -72,7 +87,7 @@ TEST(Admission, MaxLagComparesTheQueuedWorkWithTheMeasuredPace) {
 // estimate only part of the way, and later samples bring it back.
 TEST(Admission, OneSlowSampleDoesNotShutTheGate) {
   Admission a(0, absl::Milliseconds(1));
-  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(50));
+  TeachPace(a, 50);
   EXPECT_NEAR(a.ns_per_command(), 50, 1);
   a.RecordApplied(10, absl::Milliseconds(10));  // 1 ms a command
   EXPECT_GT(a.ns_per_command(), 1000);
@@ -85,22 +100,17 @@ TEST(Admission, OneSlowSampleDoesNotShutTheGate) {
 // is not, and an empty queue admits anything.
 TEST(Admission, MaxLagRefusesWhileABusyLoopHasNotComeRound) {
   Admission a(0, absl::Milliseconds(5));
-  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
-  const auto now_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-  a.RoundStarts(now_ns());  // busy, came round just now
+  TeachPace(a, 10);
+  a.RoundStarts(NowNs());  // busy, came round just now
   EXPECT_TRUE(a.Admit(1).ok());
-  EXPECT_TRUE(a.Admit(1).ok());        // 1 queued: far under the pace limit
-  a.RoundStarts(now_ns() - 10000000);  // last came round 10 ms ago
+  EXPECT_TRUE(a.Admit(1).ok());       // 1 queued: far under the pace limit
+  a.RoundStarts(NowNs() - 10000000);  // last came round 10 ms ago
   EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
   a.Taken(2);
   EXPECT_TRUE(a.Admit(1).ok());  // an empty queue admits anything
   a.Idle();                      // asleep: woken by the next command
   EXPECT_TRUE(a.Admit(1).ok());
-  a.RoundStarts(now_ns());
+  a.RoundStarts(NowNs());
   EXPECT_TRUE(a.Admit(1).ok());
 }
 
@@ -110,19 +120,14 @@ TEST(Admission, MaxLagRefusesWhileABusyLoopHasNotComeRound) {
 // nothing; nor does an idle loop, or an empty queue.
 TEST(Admission, MaxLagRefusesWhileTheLoopsTicksAreBehind) {
   Admission a(0, absl::Milliseconds(5));
-  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
-  const auto now_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-  a.RoundStarts(now_ns());
-  a.WorkDueAt(now_ns() + 1000000000);  // in a second
+  TeachPace(a, 10);
+  a.RoundStarts(NowNs());
+  a.WorkDueAt(NowNs() + 1000000000);  // in a second
   EXPECT_TRUE(a.Admit(1).ok());
-  EXPECT_TRUE(a.Admit(1).ok());     // 1 queued, the round just started
-  a.WorkDueAt(now_ns() - 1000000);  // 1 ms overdue: within max_lag
+  EXPECT_TRUE(a.Admit(1).ok());    // 1 queued, the round just started
+  a.WorkDueAt(NowNs() - 1000000);  // 1 ms overdue: within max_lag
   EXPECT_TRUE(a.Admit(1).ok());
-  a.WorkDueAt(now_ns() - 10000000);  // 10 ms overdue
+  a.WorkDueAt(NowNs() - 10000000);  // 10 ms overdue
   const absl::Status refused = a.Admit(1);
   EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(refused.message().find("max_lag"), std::string::npos);
@@ -131,7 +136,7 @@ TEST(Admission, MaxLagRefusesWhileTheLoopsTicksAreBehind) {
   EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
   a.WorkDueAt(std::numeric_limits<std::int64_t>::max());  // no work
   EXPECT_TRUE(a.Admit(1).ok());
-  a.WorkDueAt(now_ns() - 10000000);
+  a.WorkDueAt(NowNs() - 10000000);
   a.Idle();  // asleep: woken by the next command
   EXPECT_TRUE(a.Admit(1).ok());
 }
@@ -141,17 +146,12 @@ TEST(Admission, MaxLagRefusesWhileTheLoopsTicksAreBehind) {
 // tick with work is 4 ms overdue.
 TEST(Admission, OverdueTicksLeaveLessRoomForQueuedWork) {
   Admission a(0, absl::Milliseconds(5));
-  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
-  const auto now_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-  a.RoundStarts(now_ns());
+  TeachPace(a, 10);
+  a.RoundStarts(NowNs());
   EXPECT_TRUE(a.Admit(200000).ok());  // into an empty queue
-  a.WorkDueAt(now_ns() - 1000000);    // 1 ms overdue: room for 400,000
+  a.WorkDueAt(NowNs() - 1000000);     // 1 ms overdue: room for 400,000
   EXPECT_TRUE(a.Admit(1).ok());
-  a.WorkDueAt(now_ns() - 4000000);  // 4 ms overdue: room for 100,000
+  a.WorkDueAt(NowNs() - 4000000);  // 4 ms overdue: room for 100,000
   EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
   a.Taken(150000);  // 50,001 queued
   EXPECT_TRUE(a.Admit(1).ok());
@@ -160,7 +160,7 @@ TEST(Admission, OverdueTicksLeaveLessRoomForQueuedWork) {
 // Both bounds at once: each refuses on its own terms.
 TEST(Admission, MaxPendingAndMaxLagTogether) {
   Admission a(100, absl::Microseconds(10));
-  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
+  TeachPace(a, 10);
   // Pace 10 ns: 1,000 commands within max_lag, but max_pending is 100.
   EXPECT_TRUE(a.Admit(100).ok());
   EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
