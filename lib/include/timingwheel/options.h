@@ -42,11 +42,10 @@ struct Options {
   // max_lag, at its measured pace, counting what its ticks are overdue
   // already (or the busy loop has not come round to the queue for
   // max_lag); timers then fire at most about max_lag plus one interval
-  // late, as far as the pace holds: while the key index grows a
-  // set costs the loop about twice as much (set expected_timers where
-  // lateness matters). A refused caller should retry later (after a yield
-  // or a short sleep) or shed the work. Finite, >= 0. Cost: one shared
-  // atomic add a call, as max_pending.
+  // late, as far as the measured pace holds: while the key index grows a
+  // set costs the loop more (set expected_timers where lateness matters). A
+  // refused caller should retry later (after a yield or a short sleep) or shed
+  // the work. Finite, >= 0. Cost: one shared atomic add a call, as max_pending.
   absl::Duration max_lag = absl::ZeroDuration();
   // How many timers the wheel is expected to hold at its peak, 0 = unknown.
   // Create sizes the key index for it up front (8 to 16 bytes a timer).

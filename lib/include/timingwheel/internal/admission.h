@@ -23,7 +23,8 @@ namespace internal {
 //  - max_lag is set and applying what is already queued would take the loop
 //    longer than max_lag (api.md "Overload"): at the loop's measured pace,
 //    or because the loop has not come round to the queue for max_lag, or
-//    because its ticks are already more than max_lag behind the clock.
+//    because what its ticks are overdue already and the queued work
+//    together exceed max_lag.
 // The loop's pace is not known in advance and changes with the wheel's
 // size, the mix of commands, the timers firing and the machine's load, so
 // the loop measures it in wall time while busy (RecordApplied) and
@@ -113,12 +114,13 @@ class Admission {
   }
   // Loop side, with max_lag set: when the first tick the loop still has
   // work on (timers to fire or refile) is due, in steady-clock nanoseconds
-  // (INT64_MAX: none, or manual time). Once that lies more than max_lag in
-  // the past, timers are firing more than max_lag late already, however
-  // short the queue: firing takes the loop's time as commands do, and a
-  // queue kept full by a flood would leave the ticks ever further behind
-  // (each round works off max_lag of commands, then the ticks that came
-  // due meanwhile, which take longer the more there are).
+  // (INT64_MAX: none, or manual time). What lies in the past is how late
+  // timers are firing already, and the queued commands come before the
+  // next ticks, so the two share max_lag: firing takes the loop's time as
+  // commands do, and a queue kept full by a flood would otherwise leave the
+  // ticks ever further behind (each round works off max_lag of commands,
+  // then the ticks that came due meanwhile, which take longer the more
+  // there are).
   void WorkDueAt(std::int64_t due_ns) {
     work_due_ns_.store(due_ns, std::memory_order_relaxed);
   }

@@ -510,9 +510,9 @@ class KeyIndex {
   // for a shrink, which gives the table back anyway, and for a growth from
   // kReleaseGrowthFrom words, where freeing the table whole could stop the
   // caller for a millisecond or more (when it is its own mapping, as blocks
-  // that large mostly are: unmapping 16 MiB took 1.2 ms on our VMs, 32 MiB
-  // 3 ms). Smaller tables freed by a growth go back to malloc whole: cheap
-  // enough, and warm for malloc's next user when they came from its heap.
+  // that large mostly are; docs/design-notes.md). Smaller tables freed by a
+  // growth go back to malloc whole: cheap enough, and warm for malloc's
+  // next user when they came from its heap.
   bool ReleasesOld() const {
     return !growing_ || OldCapacity() >= kReleaseGrowthFrom;
   }
