@@ -5,6 +5,8 @@
 // deadline read late and a spinning loop, and never decide how fast the
 // library is.
 
+#include <dirent.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -12,9 +14,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -304,6 +308,60 @@ TEST(RealTime, IdleAfterActivityUsesNoCpu) {
   ASSERT_TRUE(fires.WaitFor(200));
   ASSERT_TRUE((*wheel)->SetTimer(1000, 0, absl::Hours(2)).ok());
   EXPECT_LT(IdleCpuSeconds(), kIdleCpuBound);
+}
+
+// The library names its threads (README, "Threads"), so that top -H, perf
+// and debuggers tell the loop from the workers: callbacks run on threads
+// named tw-execute, Drain's fns on tw-drain, and the process has a tw-loop.
+std::string ThisThreadName() {
+  char name[16] = {};
+  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0) return "";
+  return name;
+}
+
+int ThreadsNamed(const std::string& wanted) {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  while (dirent* d = readdir(dir)) {
+    if (d->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + d->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == wanted) ++count;
+  }
+  closedir(dir);
+  return count;
+}
+
+TEST(RealTime, ThreadsAreNamedForTools) {
+  const int loops_before = ThreadsNamed("tw-loop");
+  std::mutex mu;
+  std::vector<std::string> execute_names, drain_names;
+  FireTimes fires(1);
+  auto wheel =
+      TimingWheel<int, int>::Create(RealOptions(16, 2), [&](int key, int) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          execute_names.push_back(ThisThreadName());
+        }
+        fires.Record(key);
+      });
+  ASSERT_TRUE(wheel.ok());
+  EXPECT_EQ(ThreadsNamed("tw-loop"), loops_before + 1);
+  ASSERT_TRUE((*wheel)->SetTimer(0, 0, absl::Milliseconds(1)).ok());
+  ASSERT_TRUE(fires.WaitFor(1));
+  for (int k = 1; k <= 3; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Hours(1)).ok());
+  }
+  ASSERT_TRUE((*wheel)
+                  ->Drain([&](int, int) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    drain_names.push_back(ThisThreadName());
+                  })
+                  .ok());
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(execute_names, std::vector<std::string>{"tw-execute"});
+  EXPECT_EQ(drain_names, std::vector<std::string>(3, "tw-drain"));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "timingwheel/internal/callback_scope.h"
 #include "timingwheel/internal/loop_stats.h"
+#include "timingwheel/internal/thread_name.h"
 
 namespace timingwheel {
 namespace internal {
@@ -92,7 +93,10 @@ class DrainPool {
     threads_.reserve(size_);
     for (int i = 0; i < size_; ++i) {
       try {
-        threads_.emplace_back([this] { WorkerLoop(); });
+        threads_.emplace_back([this] {
+          NameThisThread("tw-drain");
+          WorkerLoop();
+        });
       } catch (const std::system_error&) {
         break;  // fewer threads than asked
       }

@@ -25,6 +25,7 @@
 #include "timingwheel/internal/drain_pool.h"
 #include "timingwheel/internal/execute_pool.h"
 #include "timingwheel/internal/loop_stats.h"
+#include "timingwheel/internal/thread_name.h"
 #include "timingwheel/internal/time_source.h"
 #include "timingwheel/internal/wheel.h"
 #include "timingwheel/options.h"
@@ -80,7 +81,10 @@ class EventLoop final : public TickSink {
       attached_ = true;
     }
     try {
-      thread_ = std::thread([this] { Run(); });
+      thread_ = std::thread([this] {
+        NameThisThread("tw-loop");
+        Run();
+      });
     } catch (const std::system_error&) {
       return absl::ResourceExhaustedError("cannot start the loop thread");
     }

@@ -14,6 +14,7 @@
 
 #include "timingwheel/internal/callback_scope.h"
 #include "timingwheel/internal/loop_stats.h"
+#include "timingwheel/internal/thread_name.h"
 
 namespace timingwheel {
 namespace internal {
@@ -49,7 +50,10 @@ class ExecutePool {
     threads_.reserve(threads);
     try {
       for (int i = 0; i < threads; ++i) {
-        threads_.emplace_back([this] { Run(); });
+        threads_.emplace_back([this] {
+          NameThisThread("tw-execute");
+          Run();
+        });
       }
     } catch (...) {
       Shutdown();
