@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmark suite and stores its results:
-#   bench/results/<date>.jsonl       W1-W9 (bench/workloads --json)
+#   bench/results/<date>.jsonl       W1-W9 (bench/workloads --json), then
+#                                    the OS's wake-up floor (wake_floor)
 #   bench/results/<date>-micro.json  the Wheel micro-benchmarks (Google
 #                                    Benchmark JSON)
 #   bench/results/chart.svg          ours vs the peers (bench/chart.py)
@@ -36,7 +37,7 @@ if [[ -z "$builddir" ]]; then
     meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
       -Dtests=disabled -Dexamples=disabled
   fi
-  ninja -C "$builddir" bench/workloads bench/wheel_micro
+  ninja -C "$builddir" bench/workloads bench/wheel_micro bench/wake_floor
 fi
 
 results="$here/results"
@@ -52,6 +53,10 @@ for ((run = 1; run <= repeat; ++run)); do
   echo "== run $run of $repeat" >&2
   "$builddir/bench/workloads" --json --commit="$commit" ${args[@]+"${args[@]}"}
 done | tee "$results/$date.jsonl"
+if [[ -x "$builddir/bench/wake_floor" ]]; then
+  "$builddir/bench/wake_floor" --json --commit="$commit" \
+    | tee -a "$results/$date.jsonl"
+fi
 
 if [[ -x "$builddir/bench/wheel_micro" ]]; then
   echo "== micro-benchmarks -> $results/$date-micro.json" >&2

@@ -4,7 +4,8 @@
 // from different days and machines can be compared and charted.
 //
 //   workloads [--only=w1,w5,w8,drain] [--n=1000000] [--seconds=5] [--json]
-//             [--w8_n=4000000] [--w8_seconds=10] [--w9_n=5000000]
+//             [--w6_spread_seconds=10] [--w8_n=4000000] [--w8_seconds=10]
+//             [--w9_n=5000000]
 //             [--w9_chunk=100000] [--w9_idle_seconds=10] [--commit=<git rev>]
 //
 // Default output: human-readable lines starting with "# " plus the JSON
@@ -69,8 +70,9 @@ struct Config {
   // from W1-W7's 1M, and --n=100000 for a quick look at W1-W7 should not
   // shrink them unasked.
   std::int64_t w8_n = 4000000;
-  double w8_seconds = 10;    // W8's window after the filling
-  bool w8_presized = false;  // W8 with Options::expected_timers = w8_n
+  double w6_spread_seconds = 10;  // W6-spread's window (peers.md: 10 s)
+  double w8_seconds = 10;         // W8's window after the filling
+  bool w8_presized = false;       // W8 with Options::expected_timers = w8_n
   // W5-lag's variants, for telling its lateness apart: expected_timers = n,
   // and how a refused caller waits before retrying (0: a yield, as
   // peers.md defines W5; else a sleep of that many microseconds).
@@ -100,6 +102,8 @@ Config ParseFlags(int argc, char** argv) {
             "comma-separated workloads to run (w1,...,w9,w5-lag,drain; all)");
   flags.Add("n", &c.n, "timers per workload W1-W7 and drain");
   flags.Add("seconds", &c.seconds, "W6 and W7 measurement window in seconds");
+  flags.Add("w6_spread_seconds", &c.w6_spread_seconds,
+            "W6-spread measurement window in seconds");
   flags.Add("w8_n", &c.w8_n, "W8 timers");
   flags.Add("w8_seconds", &c.w8_seconds, "W8 window after the filling");
   flags.Add("w8_presized", &c.w8_presized,
@@ -126,6 +130,7 @@ Config ParseFlags(int argc, char** argv) {
   c.n = std::max<std::int64_t>(1, c.n);
   c.seconds = std::max(0.1, c.seconds);
   c.w8_n = std::max<std::int64_t>(1, c.w8_n);
+  c.w6_spread_seconds = std::max(0.1, c.w6_spread_seconds);
   c.w8_seconds = std::max(0.1, c.w8_seconds);
   c.w9_n = std::max<std::int64_t>(1, c.w9_n);
   c.w9_chunk = std::max<std::int64_t>(1, c.w9_chunk);
@@ -149,14 +154,21 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// CPU time of each thread of this process, in ns, by thread id. schedstat's
-// first field is the time on CPU in ns; where the kernel has no schedstat,
-// stat's utime+stime (in clock ticks, 10 ms resolution) is used instead.
-// Reading /proc is the only way to get another thread's CPU time:
+// One thread of this process: its name (the library names its threads
+// "tw-loop", "tw-execute" and "tw-drain") and its CPU time so far, in ns.
+struct ThreadCpu {
+  std::string name;
+  std::int64_t ns = 0;
+};
+
+// Every thread of this process, by thread id. schedstat's first field is
+// the time on CPU in ns; where the kernel has no schedstat, stat's
+// utime+stime (in clock ticks, 10 ms resolution) is used instead. Reading
+// /proc is the only way to get another thread's CPU time:
 // CLOCK_THREAD_CPUTIME_ID answers for the calling thread only, and the loop
-// thread is the library's, not ours.
-std::map<long, std::int64_t> ThreadCpuNs() {
-  std::map<long, std::int64_t> out;
+// and worker threads are the library's, not ours.
+std::map<long, ThreadCpu> ThreadCpuNs() {
+  std::map<long, ThreadCpu> out;
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return out;
   static const long kTck = sysconf(_SC_CLK_TCK);
@@ -164,9 +176,11 @@ std::map<long, std::int64_t> ThreadCpuNs() {
     if (d->d_name[0] == '.') continue;
     const long tid = std::atol(d->d_name);
     const std::string base = std::string("/proc/self/task/") + d->d_name;
+    std::string name = ReadFile(base + "/comm");
+    while (!name.empty() && name.back() == '\n') name.pop_back();
     std::string sched = ReadFile(base + "/schedstat");
     if (!sched.empty()) {
-      out[tid] = std::atoll(sched.c_str());
+      out[tid] = ThreadCpu{std::move(name), std::atoll(sched.c_str())};
       continue;
     }
     const std::string stat = ReadFile(base + "/stat");
@@ -180,10 +194,34 @@ std::map<long, std::int64_t> ThreadCpuNs() {
       if (field == 14) utime = std::atoll(tok.c_str());
       if (field == 15) stime = std::atoll(tok.c_str());
     }
-    out[tid] = (utime + stime) * (1000000000 / kTck);
+    out[tid] =
+        ThreadCpu{std::move(name), (utime + stime) * (1000000000 / kTck)};
   }
   closedir(dir);
   return out;
+}
+
+// CPU time between two ThreadCpuNs() snapshots of the threads called `name`
+// that lived through both, summed; *busiest (if given) is set to the id of
+// the one that used the most, or 0 if there was none. By name, so a
+// producer or the main thread is never mistaken for the library's.
+std::int64_t CpuOfThreadsNamed(const std::map<long, ThreadCpu>& before,
+                               const std::map<long, ThreadCpu>& after,
+                               const std::string& name,
+                               long* busiest = nullptr) {
+  std::int64_t total = 0, most = -1;
+  if (busiest != nullptr) *busiest = 0;
+  for (const auto& [tid, now] : after) {
+    auto it = before.find(tid);
+    if (it == before.end() || now.name != name) continue;
+    const std::int64_t used = now.ns - it->second.ns;
+    total += used;
+    if (busiest != nullptr && used > most) {
+      most = used;
+      *busiest = tid;
+    }
+  }
+  return total;
 }
 
 // --------------------------------------------------------------- output --
@@ -254,28 +292,6 @@ ProducerRun RunProducers(int producers, Fn fn) {
   run.end = Clock::now();
   for (double c : cpu) run.cpu_seconds += c;
   return run;
-}
-
-// The loop thread's CPU time between two ThreadCpuNs() snapshots: the
-// busiest thread that existed at `before` (so not a producer started
-// since), is not in `exclude` (our own threads), and is still alive. The
-// execute workers are idle in W1-W3 and W7 (nothing fires), and W8, where
-// they are not, puts them in `exclude`, so the busiest is the loop. Returns
-// ns and sets *tid.
-std::int64_t LoopCpuNs(const std::map<long, std::int64_t>& before,
-                       const std::map<long, std::int64_t>& after,
-                       const std::set<long>& exclude, long* tid) {
-  std::int64_t best = 0;
-  *tid = 0;
-  for (const auto& [t, ns] : after) {
-    auto it = before.find(t);
-    if (it == before.end() || exclude.count(t) != 0) continue;
-    if (ns - it->second > best) {
-      best = ns - it->second;
-      *tid = t;
-    }
-  }
-  return best;
 }
 
 std::unique_ptr<TW> MakeWheel(absl::Duration interval, int slots,
@@ -382,7 +398,7 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
         WaitApplied(*wheel, before + static_cast<std::uint64_t>(n));
     long loop_tid = 0;
     const std::int64_t loop_ns =
-        LoopCpuNs(cpu_before, ThreadCpuNs(), {Tid()}, &loop_tid);
+        CpuOfThreadsNamed(cpu_before, ThreadCpuNs(), "tw-loop", &loop_tid);
     const timingwheel::Stats s = wheel->stats();
     const double secs = Seconds(run.start, applied);
     const double enq_secs = Seconds(run.start, run.end);
@@ -552,7 +568,6 @@ void RunW4(const Context& ctx, const char* self) {
 // the run (AnalyseFirings).
 struct FireLog {
   std::vector<std::pair<std::uint64_t, std::int64_t>> records;
-  std::atomic<long> tid{0};  // the worker writing it (W8 tells its CPU apart)
   alignas(64) std::atomic<std::int64_t> size{0};  // published records
 };
 
@@ -582,7 +597,6 @@ class FireRecorder {
     if (my_run != run_) {
       my_run = run_;
       mine = logs_[next_log_.fetch_add(1)].get();
-      mine->tid.store(Tid());
     }
     mine->records.emplace_back(id, t);
     mine->size.store(static_cast<std::int64_t>(mine->records.size()),
@@ -596,15 +610,6 @@ class FireRecorder {
       total += log->size.load(std::memory_order_acquire);
     }
     return total;
-  }
-
-  // The workers that have run a callback so far.
-  std::set<long> WorkerTids() const {
-    std::set<long> tids;
-    for (const auto& log : logs_) {
-      if (const long tid = log->tid.load(); tid != 0) tids.insert(tid);
-    }
-    return tids;
   }
 
   // Read the records only once the wheel is gone: workers append until then.
@@ -803,21 +808,37 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
 // Process CPU seconds per wall second while the program does nothing but
 // keep a 1 ms wheel: first empty, then with N timers due in 1 hour. Measured
 // with CLOCK_PROCESS_CPUTIME_ID across a sleep of the main thread, after
-// setup has finished and settled.
+// setup has finished and settled. W6-spread also reports the loop thread's
+// and the execute worker's shares apart, and how many ticks fired: each such
+// tick is one timed wake-up of the loop and one hand-off to the worker,
+// whose cost the OS sets (bench/wake_floor measures it alone).
 void RunW6(const Context& ctx) {
   const std::int64_t n = ctx.flags.n;
-  const double window = ctx.flags.seconds;
   auto wheel = MakeWheel(absl::Milliseconds(1), 512, 1,
                          [](std::uint64_t, std::uint64_t) {});
-  auto measure = [&]() {
+  struct Window {
+    double seconds = 0;
+    double process_cpu = 0;
+    double loop_cpu = 0;
+    double worker_cpu = 0;
+  };
+  auto measure = [&](double window) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // settle
+    const std::map<long, ThreadCpu> threads0 = ThreadCpuNs();
     const double cpu0 = ProcessCpuSeconds();
     const Clock::time_point t0 = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(window));
     const double cpu1 = ProcessCpuSeconds();
-    return (cpu1 - cpu0) / Seconds(t0, Clock::now());
+    const Clock::time_point t1 = Clock::now();
+    const std::map<long, ThreadCpu> threads1 = ThreadCpuNs();
+    Window w;
+    w.seconds = Seconds(t0, t1);
+    w.process_cpu = cpu1 - cpu0;
+    w.loop_cpu = CpuOfThreadsNamed(threads0, threads1, "tw-loop") / 1e9;
+    w.worker_cpu = CpuOfThreadsNamed(threads0, threads1, "tw-execute") / 1e9;
+    return w;
   };
-  const double idle_empty = measure();
+  const Window empty = measure(ctx.flags.seconds);
   for (std::int64_t i = 0; i < n; ++i) {
     wheel
         ->SetTimer(Mix(static_cast<std::uint64_t>(i)),
@@ -825,17 +846,26 @@ void RunW6(const Context& ctx) {
         .IgnoreError();
   }
   WaitApplied(*wheel, static_cast<std::uint64_t>(n));
-  const double idle_full = measure();
+  const Window full = measure(ctx.flags.seconds);
   const std::uint64_t fired = wheel->stats().fired;
   wheel.reset();
 
-  // Beyond peers.md: the same N timers spread uniformly over the next hour,
-  // the shape of real session or cache timeouts. A single-level wheel keeps
-  // ~N/num_slots entries of later rotations in every slot and walks a slot
-  // whenever one of them is due this rotation, so this shows what those
-  // walks cost when the loop is otherwise idle. ~N/720 timers fire in 5 s.
-  wheel = MakeWheel(absl::Milliseconds(1), 512, 1,
-                    [](std::uint64_t, std::uint64_t) {});
+  // Beyond peers.md's W6: the same N timers spread uniformly over the next
+  // hour, the shape of real session or cache timeouts. A single-level wheel
+  // keeps ~N/num_slots entries of later rotations in every slot and walks a
+  // slot whenever one of them is due this rotation; a hierarchical one walks
+  // nothing, so what is left is waking up for each tick with a timer due:
+  // ~N/3600 a second, nearly every one in a tick of its own.
+  std::atomic<std::int64_t> last_tick_ms{-1}, firing_ticks{0};
+  wheel = MakeWheel(
+      absl::Milliseconds(1), 512, 1, [&](std::uint64_t, std::uint64_t) {
+        // Counts the distinct milliseconds that callbacks ran in: about the
+        // ticks that fired (one worker, so no race between the two atomics).
+        const std::int64_t ms = MonoNanos() / 1000000;
+        if (last_tick_ms.exchange(ms, std::memory_order_relaxed) != ms) {
+          firing_ticks.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
   Rng rng(6);
   for (std::int64_t i = 0; i < n; ++i) {
     wheel
@@ -845,25 +875,44 @@ void RunW6(const Context& ctx) {
         .IgnoreError();
   }
   WaitApplied(*wheel, static_cast<std::uint64_t>(n));
-  const double idle_spread = measure();
-  const std::uint64_t fired_spread = wheel->stats().fired;
+  const std::uint64_t fired0 = wheel->stats().fired;
+  const std::int64_t ticks0 = firing_ticks.load();
+  const Window spread = measure(ctx.flags.w6_spread_seconds);
+  const std::uint64_t fired_spread = wheel->stats().fired - fired0;
+  const std::int64_t ticks_spread = firing_ticks.load() - ticks0;
+  wheel.reset();
   Json j;
   j.Add("workload", "W6")
       .Add("name", "idle")
       .Add("n", n)
       .Add("interval_ms", 1)
       .Add("slots", 512)
-      .Add("window_seconds", window)
-      .Add("cpu_s_per_s_empty", idle_empty)
-      .Add("cpu_s_per_s_full", idle_full)
+      .Add("window_seconds", empty.seconds)
+      .Add("cpu_s_per_s_empty", empty.process_cpu / empty.seconds)
+      .Add("cpu_s_per_s_full", full.process_cpu / full.seconds)
+      .Add("loop_cpu_s_per_s_full", full.loop_cpu / full.seconds)
       .Add("fired", fired)
-      .Add("cpu_s_per_s_spread", idle_spread)
-      .Add("fired_spread", fired_spread);
+      .Add("spread_window_seconds", spread.seconds)
+      .Add("cpu_s_per_s_spread", spread.process_cpu / spread.seconds)
+      .Add("loop_cpu_s_per_s_spread", spread.loop_cpu / spread.seconds)
+      .Add("worker_cpu_s_per_s_spread", spread.worker_cpu / spread.seconds)
+      .Add("fired_spread", fired_spread)
+      .Add("firing_ticks_per_s_spread", ticks_spread / spread.seconds)
+      .Add("loop_cpu_us_per_firing_tick",
+           ticks_spread > 0 ? spread.loop_cpu * 1e6 / ticks_spread : NAN)
+      .Add("worker_cpu_us_per_firing_tick",
+           ticks_spread > 0 ? spread.worker_cpu * 1e6 / ticks_spread : NAN);
   ctx.results.Print(
-      j, absl::StrFormat(
-             "W6 idle at 1 ms: %.5f CPU s/s empty, %.5f CPU s/s with %" PRId64
-             " timers due in 1 h (%.5f with them spread over the hour)",
-             idle_empty, idle_full, n, idle_spread));
+      j,
+      absl::StrFormat(
+          "W6 idle at 1 ms: %.5f CPU s/s empty, %.5f CPU s/s with %" PRId64
+          " timers due in 1 h; spread over the hour %.5f (loop %.5f, worker "
+          "%.5f), %.0f firing ticks/s: loop %.1f us, worker %.1f us a tick",
+          empty.process_cpu / empty.seconds, full.process_cpu / full.seconds, n,
+          spread.process_cpu / spread.seconds, spread.loop_cpu / spread.seconds,
+          spread.worker_cpu / spread.seconds, ticks_spread / spread.seconds,
+          ticks_spread > 0 ? spread.loop_cpu * 1e6 / ticks_spread : NAN,
+          ticks_spread > 0 ? spread.worker_cpu * 1e6 / ticks_spread : NAN));
 }
 
 // ------------------------------------------------------------------ W7 --
@@ -903,12 +952,10 @@ void RunW7(const Context& ctx) {
   Producer prod[2];
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> throttled{0};
-  const std::map<long, std::int64_t> cpu_before = ThreadCpuNs();
-  std::atomic<long> timer_tid_slot{0};
+  const std::map<long, ThreadCpu> cpu_before = ThreadCpuNs();
   const double proc_before = ProcessCpuSeconds();
   // Ends the window: starts timing once both producers are running.
   std::thread timer([&] {
-    timer_tid_slot.store(Tid());
     while (prod[0].tid.load() == 0 || prod[1].tid.load() == 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -947,13 +994,13 @@ void RunW7(const Context& ctx) {
   const std::int64_t total =
       prod[0].submitted.load() + prod[1].submitted.load();
   const Clock::time_point applied = WaitApplied(*wheel, base + total);
-  const std::map<long, std::int64_t> cpu_after = ThreadCpuNs();
+  const std::map<long, ThreadCpu> cpu_after = ThreadCpuNs();
   const double proc_after = ProcessCpuSeconds();
   const double secs = Seconds(start, applied);
 
   long loop_tid = 0;
-  const std::int64_t loop_ns = LoopCpuNs(
-      cpu_before, cpu_after, {Tid(), timer_tid_slot.load()}, &loop_tid);
+  const std::int64_t loop_ns =
+      CpuOfThreadsNamed(cpu_before, cpu_after, "tw-loop", &loop_tid);
   const timingwheel::Stats s = wheel->stats();
   Json j;
   j.Add("workload", "W7")
@@ -1049,26 +1096,19 @@ void RunW8(const Context& ctx, const char* self) {
   // The window. Per-thread CPU (ThreadCpuNs reads /proc, ~ms of our CPU) is
   // sampled outside the process CPU readings, so it is not charged.
   const std::uint64_t fired_stat0 = wheel->stats().fired;
-  const std::map<long, std::int64_t> threads_before = ThreadCpuNs();
+  const std::map<long, ThreadCpu> threads_before = ThreadCpuNs();
   const double cpu0 = ProcessCpuSeconds();
   const std::int64_t from = MonoNanos();
   std::this_thread::sleep_for(std::chrono::duration<double>(window));
   const std::int64_t to = MonoNanos();
   const double process_cpu = ProcessCpuSeconds() - cpu0;
-  const std::map<long, std::int64_t> threads_after = ThreadCpuNs();
+  const std::map<long, ThreadCpu> threads_after = ThreadCpuNs();
   const std::uint64_t fired_stat = wheel->stats().fired - fired_stat0;
-  const std::set<long> workers = recorder.WorkerTids();
-  std::int64_t worker_ns = 0;
-  for (long tid : workers) {
-    if (threads_after.count(tid) != 0 && threads_before.count(tid) != 0) {
-      worker_ns += threads_after.at(tid) - threads_before.at(tid);
-    }
-  }
-  std::set<long> not_loop = workers;
-  not_loop.insert(Tid());
+  const std::int64_t worker_ns =
+      CpuOfThreadsNamed(threads_before, threads_after, "tw-execute");
   long loop_tid = 0;
   const std::int64_t loop_ns =
-      LoopCpuNs(threads_before, threads_after, not_loop, &loop_tid);
+      CpuOfThreadsNamed(threads_before, threads_after, "tw-loop", &loop_tid);
   wheel.reset();  // joins the worker: the log is ours now
 
   const Firings f = AnalyseFirings(recorder, deadline_ns, from, to);

@@ -65,7 +65,11 @@ class Json {
   // `v` must already be JSON.
   Json& Raw(const std::string& k, const std::string& v) {
     if (!body_.empty()) body_ += ",";
-    body_ += "\"" + JsonEscape(k) + "\":" + v;
+    // Appended piece by piece, for the reason given in Add(k, string).
+    body_ += '"';
+    body_ += JsonEscape(k);
+    body_ += "\":";
+    body_ += v;
     return *this;
   }
   // Appends the fields of `other`, in its order.
