@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "timingwheel/internal/cycle_clock.h"
 #include "timingwheel/internal/ticks.h"
 
 namespace timingwheel {
@@ -33,6 +34,9 @@ RealClock::RealClock(absl::Duration interval)
 RealClock::RealClock(absl::Duration interval,
                      std::chrono::steady_clock::time_point start)
     : start_(start),
+      start_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    start.time_since_epoch())
+                    .count()),
       interval_(interval),
       interval_ns_(absl::Nanoseconds(absl::ToInt64Nanoseconds(interval)) ==
                                interval &&
@@ -55,10 +59,9 @@ std::uint64_t RealClock::DeadlineTick(absl::Duration delay) const {
   if (interval_ns_ > 0 && delay < absl::Nanoseconds(kFastLimit)) {
     std::int64_t delay_ns = absl::ToInt64Nanoseconds(delay);
     if (absl::Nanoseconds(delay_ns) < delay) ++delay_ns;
-    const std::int64_t since_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::steady_clock::now() - start_)
-            .count();
+    // The submission time read from the cycle counter: never before the
+    // steady clock's now, so the deadline is never early (CycleClock).
+    const std::int64_t since_ns = CycleClock::NanosNotBefore() - start_ns_;
     const std::int64_t sum = since_ns + delay_ns;  // < 2^62: no overflow
     return Saturate((sum + interval_ns_ - 1) / interval_ns_);
   }

@@ -5,11 +5,18 @@
 // the public API.
 #include "timingwheel/internal/clock.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "timingwheel/internal/cycle_clock.h"
 #include "timingwheel/internal/wheel.h"
 
 namespace timingwheel::internal {
@@ -21,8 +28,10 @@ absl::Duration Since(SteadyClock::time_point start) {
   return absl::FromChrono(SteadyClock::now() - start);
 }
 
-// DeadlineTick reads the clock once, somewhere between `before` and `after`;
-// its answer must be the exact ceiling for some instant in that bracket.
+// DeadlineTick reads the clock once, somewhere between `before` and `after`,
+// from the cycle counter (CycleClock: never behind the steady clock, at most
+// kMaxAheadNs ahead); its answer must be the exact ceiling for some instant
+// in that bracket, widened by that.
 void ExpectBracketed(absl::Duration interval, absl::Duration delay) {
   const SteadyClock::time_point start =
       SteadyClock::now() - std::chrono::seconds(3);
@@ -32,7 +41,9 @@ void ExpectBracketed(absl::Duration interval, absl::Duration delay) {
   const absl::Duration after = Since(start);
   EXPECT_GE(tick, CeilTicks(before + delay, interval))
       << "interval " << interval << " delay " << delay;
-  EXPECT_LE(tick, CeilTicks(after + delay, interval))
+  EXPECT_LE(tick, CeilTicks(after + absl::Nanoseconds(CycleClock::kMaxAheadNs) +
+                                delay,
+                            interval))
       << "interval " << interval << " delay " << delay;
   // Never early: the tick's time is at or after the earliest deadline.
   if (tick < kMaxTick) {
@@ -111,6 +122,74 @@ TEST(RealClock, TicksDueCountsWholeIntervalsSinceStart) {
   const absl::Duration until = clock.UntilTick(high + 1);
   EXPECT_GT(until, absl::ZeroDuration());
   EXPECT_LE(until, absl::Seconds(1));
+}
+
+std::int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             SteadyClock::now().time_since_epoch())
+      .count();
+}
+
+// CycleClock's contract, from several threads at once, through the start-up
+// measurement (the first reads of the process may be in it) and across
+// anchor renewals (pauses longer than kAnchorNs): every read is at or after
+// the steady clock read before it, and at most kMaxAheadNs after the one
+// read after it, give or take the thread being descheduled between reads,
+// which only the later bound can see: it is checked on reads that came
+// quickly (most of them).
+TEST(CycleClock, NeverBehindTheSteadyClockAndNeverFarAhead) {
+  constexpr int kThreads = 4;
+  constexpr int kReads = 200000;
+  std::atomic<std::int64_t> behind{0}, far_ahead{0}, quick{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kReads; ++i) {
+        if (i % 1000 == t) {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        const std::int64_t before = SteadyNs();
+        const std::int64_t read = CycleClock::NanosNotBefore();
+        const std::int64_t after = SteadyNs();
+        if (read < before) behind.fetch_add(1);
+        if (after - before < 2000) {
+          quick.fetch_add(1);
+          if (read > after + CycleClock::kMaxAheadNs) far_ahead.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(behind.load(), 0);
+  EXPECT_EQ(far_ahead.load(), 0);
+  EXPECT_GT(quick.load(), kThreads * kReads / 2);  // the bound was tested
+}
+
+// After the start-up measurement, reads come from the counter wherever the
+// kernel's clock is the counter (x86-64, clocksource tsc), and the
+// contract still holds across a long stretch of reads.
+TEST(CycleClock, SwitchesToTheCounterOnceMeasured) {
+  const std::int64_t until =
+      SteadyNs() + 3 * CycleClock::kCalibrationNs + 50'000'000;
+  while (!CycleClock::UsesCounter() && SteadyNs() < until) {
+    CycleClock::NanosNotBefore();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+#if defined(__x86_64__)
+  std::ifstream source(
+      "/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  std::string name;
+  if (!(source >> name) || name != "tsc") {
+    GTEST_SKIP() << "the kernel's clock is not the cycle counter here";
+  }
+  EXPECT_TRUE(CycleClock::UsesCounter());
+#else
+  EXPECT_FALSE(CycleClock::UsesCounter());
+#endif
+  for (int i = 0; i < 1000000; ++i) {
+    const std::int64_t before = SteadyNs();
+    ASSERT_GE(CycleClock::NanosNotBefore(), before);
+  }
 }
 
 TEST(CeilTicks, RoundsUpAndSaturates) {

@@ -25,7 +25,9 @@ class RealClock {
 
   // Ticks due by now: floor((now - start) / interval).
   std::uint64_t TicksDue() const;
-  // The first tick at or after now + delay (delay > 0).
+  // The first tick at or after now + delay (delay > 0). `now` is read from
+  // the cycle counter: no earlier than steady_clock's, at most
+  // CycleClock::kMaxAheadNs later.
   std::uint64_t DeadlineTick(absl::Duration delay) const;
   // How long until tick `tick` is due; zero if it is.
   absl::Duration UntilTick(std::uint64_t tick) const;
@@ -39,6 +41,7 @@ class RealClock {
 
  private:
   const std::chrono::steady_clock::time_point start_;
+  const std::int64_t start_ns_;  // start_ on the steady clock's epoch, in ns
   const absl::Duration interval_;
   // interval_ in nanoseconds when it is a whole number of them, else 0.
   const std::int64_t interval_ns_;
