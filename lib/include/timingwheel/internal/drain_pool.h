@@ -93,10 +93,8 @@ class DrainPool {
     threads_.reserve(size_);
     for (int i = 0; i < size_; ++i) {
       try {
-        threads_.emplace_back([this] {
-          NameThisThread("tw-drain");
-          WorkerLoop();
-        });
+        threads_.emplace_back([this] { WorkerLoop(); });
+        NameThread(threads_.back(), "tw-drain");
       } catch (const std::system_error&) {
         break;  // fewer threads than asked
       }

@@ -81,10 +81,8 @@ class EventLoop final : public TickSink {
       attached_ = true;
     }
     try {
-      thread_ = std::thread([this] {
-        NameThisThread("tw-loop");
-        Run();
-      });
+      thread_ = std::thread([this] { Run(); });
+      NameThread(thread_, "tw-loop");
     } catch (const std::system_error&) {
       return absl::ResourceExhaustedError("cannot start the loop thread");
     }

@@ -50,10 +50,8 @@ class ExecutePool {
     threads_.reserve(threads);
     try {
       for (int i = 0; i < threads; ++i) {
-        threads_.emplace_back([this] {
-          NameThisThread("tw-execute");
-          Run();
-        });
+        threads_.emplace_back([this] { Run(); });
+        NameThread(threads_.back(), "tw-execute");
       }
     } catch (...) {
       Shutdown();

@@ -6,13 +6,17 @@
 
 #include <pthread.h>
 
+#include <thread>
+
 namespace timingwheel {
 namespace internal {
 
-// Names the calling thread (at most 15 characters on Linux). Best effort: a
-// name is for people reading tools, so a failure changes nothing else.
-inline void NameThisThread(const char* name) {
-  (void)pthread_setname_np(pthread_self(), name);
+// Names `thread` (at most 15 characters on Linux). Called by the thread
+// that started it, so the name is there by the time the constructor that
+// started it returns. Best effort: a name is for people reading tools, so a
+// failure changes nothing else.
+inline void NameThread(std::thread& thread, const char* name) {
+  (void)pthread_setname_np(thread.native_handle(), name);
 }
 
 }  // namespace internal
