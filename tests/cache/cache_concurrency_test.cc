@@ -29,11 +29,15 @@ constexpr absl::Duration kRunFor = absl::Seconds(1);
 // value = id * kKeys + key, ids unique per thread range.
 std::uint64_t Value(std::uint64_t id, int key) { return id * kKeys + key; }
 
+// Ids of the values set after the threads have finished.
+constexpr std::uint64_t kTailIds = kThreads * kIdsPerThread;
+constexpr int kTailValues = 10;
+
 struct Accounting {
   std::vector<std::atomic<std::uint8_t>> removed =
-      std::vector<std::atomic<std::uint8_t>>(kThreads * kIdsPerThread);
-  std::vector<std::uint8_t> stored =
-      std::vector<std::uint8_t>(kThreads * kIdsPerThread);  // per-thread ranges
+      std::vector<std::atomic<std::uint8_t>>(kTailIds + kTailValues);
+  std::vector<std::uint8_t> stored = std::vector<std::uint8_t>(
+      kTailIds + kTailValues);  // per-thread ranges, then the tail
   std::atomic<int> errors{0};
   std::atomic<bool> destroyed{false};
   std::atomic<std::uint64_t> by_cause[4] = {};
@@ -101,12 +105,30 @@ void RunAndAccount(CacheOptions options) {
     });
   }
   for (auto& th : threads) th.join();
-  cache->Clear();
-  EXPECT_EQ(cache->size(), 0u);
   if (options.max_entries != 0) {
     EXPECT_GT(acc->by_cause[static_cast<int>(RemovalCause::kSize)].load(), 0u);
   }
+  // Expiry under the same options: a few values in a cache with room for
+  // them, which only their time to live can take. (Whether any of the run's
+  // values expired depends on speed: with max_entries, eviction may take
+  // every one of them first.)
+  cache->Clear();
+  for (int k = 0; k < kTailValues; ++k) {
+    const std::uint64_t id = kTailIds + k;
+    if (cache->Set(k, Value(id, k), absl::Milliseconds(1)).ok()) {
+      acc->stored[id] = 1;
+    } else {
+      acc->errors++;
+    }
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (acc->by_cause[static_cast<int>(RemovalCause::kExpired)].load() == 0 &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   EXPECT_GT(acc->by_cause[static_cast<int>(RemovalCause::kExpired)].load(), 0u);
+  cache->Clear();
+  EXPECT_EQ(cache->size(), 0u);
   // Let stale timers fire into the emptied cache: they must find nothing.
   absl::SleepFor(absl::Milliseconds(50));
   cache.reset();
