@@ -18,8 +18,8 @@ namespace internal {
 // that is at least what steady_clock::now() would have returned at the
 // start of the call, and at most kMaxAheadNs more than what it returns
 // after the call (plus any time the thread was descheduled in between).
-// Any thread; no locks; ~10 ns when this thread read it within the last
-// kAnchorNs, else one steady_clock read more.
+// Any thread; no locks; one counter read when this thread read it within
+// the last kAnchorNs and 64 reads, else one steady_clock read more.
 //
 // How the bound holds. Each thread keeps an anchor: a counter value c0 and
 // a steady_clock reading t0 taken after it, so t0 is no earlier than the
