@@ -44,10 +44,13 @@ class Checked {
     const std::size_t before = index_.ResizeWorkLeft();
     const bool growing = index_.Growing(), shrinking = index_.Shrinking();
     index_.ReserveOneMore();
-    // The work an insert does for a resize under way is bounded.
+    // The work an insert does for a resize under way is bounded (a growth
+    // started early asks less of each: see
+    // EarlyGrowthEndsByTheTimeTheTableWouldBeFull).
     const std::size_t after = index_.ResizeWorkLeft();
     if (growing && index_.Growing()) {
-      EXPECT_EQ(before - after, KeyIndex::kGrowStep);
+      EXPECT_GE(before - after, 1u);
+      EXPECT_LE(before - after, KeyIndex::kGrowStep);
     } else if (shrinking && index_.Shrinking()) {
       EXPECT_LE(before - after, 4 * KeyIndex::kMaxShrinkFactor);
     }
@@ -102,6 +105,7 @@ class Checked {
     ASSERT_EQ(Find(hash, fresh), pos);
   }
   void StartShrink() { index_.StartShrink(); }
+  void StartGrowth() { index_.StartGrowth(); }
   // One ResizeStep: a step that goes on did exactly `budget` words of work,
   // one that ends left none.
   bool Step(std::size_t budget) {
@@ -695,6 +699,63 @@ TEST(KeyIndexTest, GrowthEndsInTimeWithBoundedStepsDrivenByInserts) {
   c.ExpectConsistent();
 }
 
+// A growth started early (StartGrowth, from half full) spreads its 3C words
+// of work over the inserts left until the table would be full: each insert
+// does the same share, never more than kGrowStep, and the growth is over by
+// the time the table reaches 3/4 (from load 45/64 on, as soon as one
+// started at 3/4 would be), lookups finding every word throughout.
+// Below half full, or during a resize, StartGrowth does nothing.
+TEST(KeyIndexTest, EarlyGrowthEndsByTheTimeTheTableWouldBeFull) {
+  constexpr std::size_t kC = 16384;
+  for (std::size_t start :
+       {kC / 2, kC / 8 * 5, kC / 100 * 72, kC / 4 * 3 - 1}) {
+    SCOPED_TRACE(start);
+    std::mt19937 rng(static_cast<std::uint32_t>(start));
+    Checked c;
+    Fill(c, rng, static_cast<std::uint32_t>(kC / 2 - 1));
+    ASSERT_EQ(c.index().capacity(), kC);
+    EXPECT_FALSE(c.index().WantsEarlyGrowth());  // below half full
+    c.StartGrowth();
+    EXPECT_FALSE(c.index().Resizing());
+    std::uint32_t e = static_cast<std::uint32_t>(c.truth().size());
+    while (c.index().size() < start) {
+      c.Insert(static_cast<std::uint32_t>(rng()), e++);
+    }
+    ASSERT_FALSE(c.index().Resizing());
+    ASSERT_TRUE(c.index().WantsEarlyGrowth());
+    c.StartGrowth();
+    ASSERT_TRUE(c.index().Growing());
+    EXPECT_FALSE(c.index().WantsEarlyGrowth());  // one at a time
+    EXPECT_EQ(c.index().ResizeWorkLeft(), 3 * kC);
+    const std::size_t room = kC / 4 * 3 - start;
+    const std::size_t step =
+        std::min(KeyIndex::kGrowStep, (3 * kC + room - 1) / room);
+    c.ExpectConsistent();
+    bool emptying = true;
+    while (c.index().Growing()) {
+      const std::size_t left = c.index().ResizeWorkLeft();
+      c.Insert(static_cast<std::uint32_t>(rng()), e++);
+      if (c.index().Growing()) {
+        ASSERT_EQ(left - c.index().ResizeWorkLeft(), step);
+      } else {
+        ASSERT_LE(left, step);  // the last step did what was left
+      }
+      // Over before the table was full, or (from load 45/64, where the step
+      // is kGrowStep) as soon as a growth started at 3/4 would be.
+      ASSERT_LE(c.index().size(),
+                std::max(kC / 4 * 3, start + 3 * kC / KeyIndex::kGrowStep));
+      if (emptying != GrowthEmptying(c.index())) {
+        emptying = false;
+        c.ExpectConsistent();
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+    EXPECT_EQ(c.index().capacity(), 2 * kC);
+    EXPECT_EQ(c.index().MemoryBytes(), 2 * kC * 8);
+    c.ExpectConsistent();
+  }
+}
+
 // Tables that grow in steps from 8 words on, so that runs wrap around the
 // ends of small tables all the time, with clustered hashes (one of them the
 // tombstone's own in a third of the seeds), filled and drained in waves so
@@ -705,6 +766,7 @@ TEST(KeyIndexTest, GrowthEndsInTimeWithBoundedStepsDrivenByInserts) {
 TEST(KeyIndexTest, RandomOpsDuringGrowthsAndShrinksMatchTheTruth) {
   long old_hits = 0, wrapped = 0, straddling = 0;
   long growths = 0, grown_while_emptying = 0, grown_while_migrating = 0;
+  long early_growths = 0;
   long growth_ending_shrink = 0, shrink_soon_after_growth = 0;
   long reserved_mid_growth = 0, rehashed_mid_growth = 0;
   long cleared_emptying = 0, cleared_migrating = 0;
@@ -765,6 +827,9 @@ TEST(KeyIndexTest, RandomOpsDuringGrowthsAndShrinksMatchTheTruth) {
           filling = false;
         } else if (index.Resizing()) {
           c.Step(1 + rng() % 4);
+        } else if (index.WantsEarlyGrowth() && rng() % 2 == 0) {
+          c.StartGrowth();
+          early_growths += index.Growing();
         } else if (rng() % 4 == 0) {
           c.StartShrink();
           shrink_soon_after_growth += since_growth < 100 && index.Shrinking();
@@ -812,6 +877,7 @@ TEST(KeyIndexTest, RandomOpsDuringGrowthsAndShrinksMatchTheTruth) {
   EXPECT_EQ(grown_while_emptying, 0);
   // The paths this test is about were taken, many times.
   EXPECT_GT(growths, 100);
+  EXPECT_GT(early_growths, 30);
   EXPECT_GT(old_hits, 10000);
   EXPECT_GT(wrapped, 300);
   EXPECT_GT(straddling, 1000);

@@ -383,10 +383,12 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
 }
 
 // The key index grows without Reserve, in steps that sets drive, while
-// moves, removes, ticks and compaction steps (which also step a growth) go
-// on between the sets: every timer is found and fires exactly on its tick,
-// whichever table its index word is in. With hashes that fold to one value
-// too, so that every lookup walks a run across both tables.
+// moves, removes, ticks, compaction steps and growth steps (which also step
+// a growth) go on between the sets, and growths also start early, from
+// half full, as the loop starts them: every timer is found and fires
+// exactly on its tick, whichever table its index word is in. With hashes
+// that fold to one value too, so that every lookup walks a run across both
+// tables.
 TEST(WheelModelTest, IndexGrowthKeepsEveryTimer) {
   for (auto mode : {SwitchableHash::kGood, SwitchableHash::kFoldCollides}) {
     const std::uint32_t keys = mode == SwitchableHash::kGood ? 100'000 : 5'000;
@@ -397,9 +399,18 @@ TEST(WheelModelTest, IndexGrowthKeepsEveryTimer) {
     WheelModel m;
     std::uint64_t next_value = 1;
     std::uint32_t next_key = 0;
+    int early_growths = 0;
     while (next_key < keys) {
       const std::uint64_t deadline = m.now() + 1 + rng() % 100'000;
       switch (rng() % 16) {
+        case 5:
+          if (w.WantsEarlyGrowth() && rng() % 4 == 0) {
+            w.StartGrowth();
+            ++early_growths;
+          } else {
+            w.GrowStep(1 + rng() % 64);
+          }
+          break;
         case 0: {
           const std::uint32_t key = rng() % (next_key + 1);
           ASSERT_EQ(w.Move(key, deadline), m.Move(key, deadline));
@@ -431,6 +442,8 @@ TEST(WheelModelTest, IndexGrowthKeepsEveryTimer) {
         }
       }
     }
+    // Tables from 4096 words up to 131072 (good hashes) or 8192.
+    EXPECT_GE(early_growths, mode == SwitchableHash::kGood ? 3 : 1);
     EXPECT_EQ(w.size(), m.size());
     ASSERT_EQ(AdvanceBoth(w, m, kNever), "") << "hash mode " << int{mode};
     EXPECT_EQ(w.size(), 0u);

@@ -71,6 +71,17 @@ namespace internal {
 // 2 scans C positions in C/64 inserts, and the new table is full only at
 // 3/2 C words. A caller's ResizeSteps only make it end sooner.
 //
+// Early growth: a caller with time to spare may start the growth sooner,
+// from load 1/2 (WantsEarlyGrowth, StartGrowth), and drive it with
+// ResizeSteps of its own. Each insert then does the growth's 3C words of
+// work spread over the inserts left until load 3/4 (12 words at load 1/2),
+// so the growth ends by the time the table would have been full, and an
+// insert pays far less for it than one of the last C/32 before a full
+// table does. From load 45/64 that share would exceed kGrowStep: there it
+// is kGrowStep, and the growth ends as one started at 3/4 would. Why the caller
+// chooses: the doubled table costs memory from then on, worth it only while
+// keys are arriving fast (EventLoop decides from their rate).
+//
 // Shrinking, never urgent, starts only when asked (WantsShrink, then
 // StartShrink): once the table is large and sparse, to the smallest table
 // that holds the live words at load at most 3/8, but no less than 8 words,
@@ -85,10 +96,11 @@ namespace internal {
 // sparse.
 //
 // Thresholds, chosen so that sizes never oscillate: after a shrink the live
-// set must double before the table grows; after a growth it must fall to a
-// sixth before the table shrinks. A growth never waits for a shrink: in
-// phase 1 the shrink is dropped, and phase 2 ends first (above). A Clear, or
-// a Reserve beyond the table being moved to, ends a resize at once.
+// set must double before the table grows (gain a third before it may grow
+// early); after a growth it must fall to a sixth (a quarter after an early
+// one) before the table shrinks. A growth never waits for a shrink: in
+// phase 1 the shrink is dropped, and phase 2 ends first (above). A Clear,
+// or a Reserve beyond the table being moved to, ends a resize at once.
 //
 // Positions: Find's result names the table too (old-table positions have the
 // top bit set) and stays valid until the index next changes (Insert,
@@ -276,6 +288,27 @@ class KeyIndex {
   bool Growing() const { return Resizing() && growing_; }
   bool Shrinking() const { return Resizing() && !growing_; }
 
+  // True when no resize is under way and the table, one that grows in
+  // steps, is at least half full: StartGrowth would start a growth now.
+  // O(1), reads only this object.
+  bool WantsEarlyGrowth() const {
+    return !Resizing() && capacity() >= grow_in_steps_from_ &&
+           size_ * 2 >= capacity();
+  }
+  // Starts the growth a full table would (see "Early growth" in the class
+  // comment) when WantsEarlyGrowth; else does nothing. One allocation, no
+  // table memory touched. Throws std::bad_alloc (and changes nothing) when
+  // memory runs out; the index then works on as it was.
+  void StartGrowth() {
+    if (!WantsEarlyGrowth()) return;
+    // Inserts left before the table is full; 0 when it is.
+    const std::size_t room =
+        GrowAt(capacity()) - std::min(size_, GrowAt(capacity()));
+    const std::size_t work = 3 * capacity();
+    StartGrowing(room == 0 ? kGrowStep
+                           : std::min(kGrowStep, (work + room - 1) / room));
+  }
+
   // Starts a shrink to the table the class comment describes: one
   // allocation, no table memory touched. Does nothing during a resize, or
   // when that table would not be smaller. Throws std::bad_alloc (and changes
@@ -450,18 +483,24 @@ class KeyIndex {
     // Full. A shrink that has not started migrating is dropped; one that has
     // cannot be under way here (its steps above end it first).
     DropNext();
-    const std::size_t target = std::max<std::size_t>(8, capacity() * 2);
     if (capacity() == 0 || capacity() < grow_in_steps_from_) {
-      Rehash(target);
+      Rehash(std::max<std::size_t>(8, capacity() * 2));
       return;
     }
-    next_ = Allocate(target);
-    next_capacity_ = target;
+    StartGrowing(kGrowStep);
+    ResizeStep(insert_step_);
+  }
+
+  // Allocates the doubled table and makes each insert do `step` words of
+  // the growth from now on.
+  void StartGrowing(std::size_t step) {
+    next_ = Allocate(capacity() * 2);
+    next_capacity_ = capacity() * 2;
     cursor_ = 0;
     growing_ = true;
-    insert_step_ = kGrowStep;
+    grow_step_ = step;
+    insert_step_ = step;
     step_at_ = 0;
-    ResizeStep(insert_step_);
   }
 
   // Phase 1 -> 2: the emptied table becomes the one new words go into. A
@@ -485,7 +524,7 @@ class KeyIndex {
     // before this table is full (size_ <= capacity() / 2 leaves a quarter of
     // it; the factor bounds the step).
     const std::size_t room = GrowAt(capacity()) - size_;
-    insert_step_ = growing_ ? kGrowStep : (OldCapacity() + room - 1) / room;
+    insert_step_ = growing_ ? grow_step_ : (OldCapacity() + room - 1) / room;
     step_at_ = 0;
   }
 
@@ -588,6 +627,9 @@ class KeyIndex {
   // Work each ReserveOneMore does for the resize under way; 0 when inserts
   // do none (outside a resize, a shrink's phase 1).
   std::size_t insert_step_ = 0;
+  // The insert step of the growth under way (kGrowStep, or less for one
+  // started early).
+  std::size_t grow_step_ = kGrowStep;
   // The resize under way (if any) is a growth.
   bool growing_ = false;
   // Phase 2: the table moved away from, live from cursor_ on, its pages

@@ -328,6 +328,22 @@ class Wheel {
     return index_.Resizing() || pool_.Shrinking();
   }
 
+  // The key index grows as sets fill it, in steps the sets do (see
+  // KeyIndex). A caller with time to spare may do those steps sooner, and
+  // start the growth sooner while sets arrive fast:
+  //   if (wheel.WantsEarlyGrowth() && sets_arrive_fast) wheel.StartGrowth();
+  //   wheel.GrowStep(budget);
+  // WantsEarlyGrowth: the index is at least half full and not resizing.
+  // StartGrowth: allocates the doubled table (no memory touched), and may
+  // throw std::bad_alloc, changing nothing. O(1) both.
+  bool WantsEarlyGrowth() const { return index_.WantsEarlyGrowth(); }
+  void StartGrowth() { index_.StartGrowth(); }
+  // Does about `budget` words of a growth under way; returns true while
+  // one is. A compare when none is.
+  bool GrowStep(std::size_t budget) {
+    return index_.Growing() && index_.ResizeStep(budget);
+  }
+
   // Bytes the wheel holds: pool, index, slot lists and bitmaps.
   std::size_t MemoryBytes() const {
     std::size_t bytes =
