@@ -489,6 +489,44 @@ TEST(Stress, MixedOpsEndExactlyOnce) {
   RecordProperty("fired", o.fired);
 }
 
+// Tens of thousands of distinct keys, set as fast as two threads can, with
+// moves and removes of keys set before and delays short enough that timers
+// fire during the fill: the key index grows several times in steps (started
+// early by the loop when the sets come fast enough, and stepped between its
+// rounds), with lookups across two tables meanwhile, and every value still
+// ends exactly one way.
+TEST(Stress, IndexGrowthDuringAFastFillEndsExactlyOnce) {
+  constexpr int kThreads = 2, kPerThread = 20000;
+  Harness h(kThreads * kPerThread, StressOptions());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&h, t] {
+      std::mt19937 rng(77 + t);
+      const int base = t * kPerThread;
+      auto delay = [&rng] { return absl::Microseconds(1000 + rng() % 100000); };
+      for (int i = 0; i < kPerThread; ++i) {
+        EXPECT_EQ(h.Set(base + i, delay()), StatusCode::kOk);
+        if (i % 4 != 3) continue;
+        const int earlier = base + static_cast<int>(rng() % (i + 1));
+        if (rng() % 2 == 0) {
+          EXPECT_EQ(h.Move(earlier, delay()), StatusCode::kOk);
+        } else {
+          EXPECT_EQ(h.Remove(earlier), StatusCode::kOk);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  WaitUntilEmpty(h);
+  ASSERT_TRUE(h.Stop().ok());
+  h.MarkStoppedForCallbacks();
+  const Outcomes o = h.Verify();
+  h.VerifyStats(o);
+  EXPECT_EQ(o.accepted, kThreads * kPerThread);
+  EXPECT_GT(o.fired, kThreads * kPerThread / 2);
+  EXPECT_GT(o.removed, 0);
+}
+
 // Stop racing producers: every call is either accepted and accounted or
 // refused. (It caught the WorkerPool::Shutdown ordering bug about 1 run in
 // 15; see contract_test's S8Stop.RunsEveryQueuedCallbackBeforeReturning.)

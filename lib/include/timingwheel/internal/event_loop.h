@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -171,6 +172,15 @@ class EventLoop final : public TickSink {
   // a relocation costing a few cache misses at worst, well under a
   // millisecond, so no tick waits for it.
   static constexpr std::size_t kCompactBudget = 1024;
+  // Index words a round's growth step empties or migrates: tens of
+  // microseconds at most, so no tick waits long for it.
+  static constexpr std::size_t kGrowBudget = 8192;
+  // Sets a second, net, above which the index grows early (see GrowEarly):
+  // at that rate a set comes every microsecond, and the growth's share of
+  // the sets that would pay for it at 3/4 (about 64 words each, a few
+  // hundred nanoseconds) starts to build a backlog.
+  static constexpr double kEarlyGrowthRate = 1e6;
+  static constexpr std::chrono::milliseconds kEarlyGrowthWindow{1};
   // How long the wheel must have wanted to give memory back before it does.
   static constexpr absl::Duration kCompactDelay = absl::Seconds(1);
   // MeasurePace's window: at most this many commands, or this long.
@@ -213,13 +223,17 @@ class EventLoop final : public TickSink {
       // A step of moving coarse slots that start soon down to finer levels,
       // every round, so that no tick has to move a whole slot at once.
       const bool cascading = wheel_.Cascade(kCascadeBudget);
+      // A step of the key index's growth, every round, so that the sets
+      // after it need not pay for it (see GrowEarly).
+      GrowEarly();
+      const bool growing = wheel_.GrowStep(kGrowBudget);
       if (due > wheel_.now()) {
         AdvanceTo(due);
         continue;
       }
       Publish();
       const bool compacting = CompactStep();
-      if (applied != 0 || cascading || compacting) continue;
+      if (applied != 0 || cascading || growing || compacting) continue;
       // The last step may have freed memory since Publish.
       if (wheel_.MemoryBytes() != stats_.counts().memory_bytes) Publish();
       absl::Duration wait = time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
@@ -237,6 +251,47 @@ class EventLoop final : public TickSink {
         slept = true;
       }
       streaming = false;
+    }
+  }
+
+  // The key index doubles when sets fill it to 3/4, and left to itself
+  // does that work on the next C/32 + C/64 sets (C its capacity): a few
+  // hundred nanoseconds more each, for tens of thousands of sets. In a
+  // burst they then fall behind the callers, and the ticks behind them.
+  // So the loop steps the growth itself each round, in time the sets leave
+  // it, and while sets arrive faster than kEarlyGrowthRate it starts the
+  // growth from half full: then it is spread over a quarter of the table's
+  // sets, done mostly in spare time, before the table is full. Slower, a
+  // growth at 3/4 costs the sets little next to the time between them, so
+  // a table is never doubled early for timers that are not coming. The
+  // rate is measured over kEarlyGrowthWindow from when the index is half
+  // full; a reading of the clock a round meanwhile.
+  void GrowEarly() {
+    if (!wheel_.WantsEarlyGrowth()) {
+      growth_watch_start_ = kNotWatching;
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    const std::size_t size = wheel_.size();
+    if (growth_watch_start_ == kNotWatching || size < growth_watch_size_) {
+      growth_watch_start_ = now;
+      growth_watch_size_ = size;
+      return;
+    }
+    const auto elapsed = now - growth_watch_start_;
+    if (elapsed < kEarlyGrowthWindow) return;
+    const double per_second = static_cast<double>(size - growth_watch_size_) /
+                              std::chrono::duration<double>(elapsed).count();
+    if (per_second >= kEarlyGrowthRate) {
+      try {
+        wheel_.StartGrowth();
+      } catch (const std::bad_alloc&) {
+        // The sets will start it at 3/4, and report running out there.
+      }
+      growth_watch_start_ = kNotWatching;
+    } else {
+      growth_watch_start_ = now;
+      growth_watch_size_ = size;
     }
   }
 
@@ -388,6 +443,10 @@ class EventLoop final : public TickSink {
   // wheel does not want it.
   static constexpr Clock::time_point kNotCompacting = Clock::time_point::max();
   Clock::time_point compact_after_ = kNotCompacting;
+  // GrowEarly's window: since when, and the index's size then.
+  static constexpr Clock::time_point kNotWatching = Clock::time_point::max();
+  Clock::time_point growth_watch_start_ = kNotWatching;
+  std::size_t growth_watch_size_ = 0;
 
   CommandQueue<Cmd> queue_;
   DrainPool<K, V> drain_pool_;
