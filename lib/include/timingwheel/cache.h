@@ -113,12 +113,14 @@ class Cache {
       return absl::ResourceExhaustedError("out of memory creating the cache");
     }
     Cache* self = cache.get();
-    // The cache's wheel is never refused for room: a refused re-file of a
-    // slid entry (in OnBucket) would have to expire it early or lose its
-    // timer. Its commands are one per new bucket, so the queue stays short
-    // without a bound.
+    // The cache's wheel is never refused for room or for lag: a refused
+    // re-file of a slid entry (in OnBucket) would have to expire it early
+    // or lose its timer, and a refused bucket would fail a Set. Its
+    // commands are one per new bucket, so the queue stays short without a
+    // bound.
     Options wheel_options = options.wheel;
     wheel_options.max_pending = 0;
+    wheel_options.max_lag = absl::ZeroDuration();
     auto wheel = Wheel::Create(wheel_options,
                                [self](BucketKey bucket, std::uint32_t shard) {
                                  self->OnBucket(bucket.first, shard);
