@@ -626,6 +626,43 @@ TEST(CacheC6, OkIsStoredWithOptionsTtlErrorsAreNot) {
   EXPECT_EQ(st.load_failures, 3u);
 }
 
+// A write of the key while its load runs wins: the loaded value (perhaps
+// older) goes to the caller but is not stored, and does not replace the
+// newer value (no kReplaced of it).
+TEST(CacheC6, ASetDeleteOrClearDuringTheLoadWins) {
+  Fixture f(Ttl(10 * kInterval));
+  auto loaded = f.cache->GetOrLoad("k", [&]() -> absl::StatusOr<int> {
+    EXPECT_TRUE(f.cache->Set("k", 2).ok());
+    return 1;
+  });
+  EXPECT_EQ(loaded.value(), 1);
+  EXPECT_EQ(f.cache->Get("k"), 2);
+  EXPECT_TRUE(f.recorder.Take().empty());
+
+  ASSERT_TRUE(f.cache->Delete("k"));
+  f.recorder.Take();
+  loaded = f.cache->GetOrLoad("k", [&]() -> absl::StatusOr<int> {
+    EXPECT_TRUE(f.cache->Set("k", 3).ok());
+    EXPECT_TRUE(f.cache->Delete("k"));
+    return 1;
+  });
+  EXPECT_EQ(loaded.value(), 1);
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+
+  loaded = f.cache->GetOrLoad("k", [&]() -> absl::StatusOr<int> {
+    f.cache->Clear();
+    return 1;
+  });
+  EXPECT_EQ(loaded.value(), 1);
+  EXPECT_FALSE(f.cache->Get("k").has_value());
+  EXPECT_EQ(f.cache->size(), 0u);
+
+  // With nothing in the way, the loaded value is stored.
+  loaded = f.cache->GetOrLoad("k", [] { return absl::StatusOr<int>(4); });
+  EXPECT_EQ(f.cache->Get("k"), 4);
+  EXPECT_EQ(f.cache->stats().loads, 4u);
+}
+
 TEST(CacheC6, LoadMayCallTheCache) {
   // One shard (small max_entries), so every key shares the lock a held
   // lock would deadlock on.

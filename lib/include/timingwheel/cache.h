@@ -176,6 +176,7 @@ class Cache {
     absl::Status status;
     {
       std::lock_guard<std::mutex> lock(s.mu);
+      SupersedeLoadLocked(s, key);
       status = SetLocked(s, std::move(key), std::move(value), ttl, h, removals);
     }
     Notify(removals);
@@ -197,6 +198,7 @@ class Cache {
     bool present = false;
     {
       std::lock_guard<std::mutex> lock(s.mu);
+      SupersedeLoadLocked(s, key);
       const std::uint32_t i = FindLocked(s, key, h);
       if (i != internal::kCacheNil) {
         present = NowNs() < s.pool.at(i).deadline;
@@ -211,8 +213,10 @@ class Cache {
 
   // Get, and on a miss calls load() once for all the threads missing `key`
   // at the same time; each gets its result. An OK result is stored with
-  // options.ttl; an error is returned to every waiter and not stored; an
-  // exception from load becomes Internal for every waiter. No lock is held
+  // options.ttl, unless a Set, Delete or Clear of the key came while load
+  // ran (the later write wins; the loaded value may be older than it); an
+  // error is returned to every waiter and not stored; an exception from
+  // load becomes Internal for every waiter. No lock is held
   // while load runs, so it may call the cache, on other keys (asking for its
   // own key would wait for itself). InvalidArgument for an empty load. Cost: a
   // hit costs as Get; a miss adds a flight record (one allocation) and a Set.
@@ -252,7 +256,7 @@ class Cache {
       // Under the same lock as storing: a caller arriving now finds the
       // value, or (after an error) starts a new load.
       s.flights.erase(key);
-      if (result.ok()) {
+      if (result.ok() && !flight->superseded) {
         absl::Status st = SetLocked(s, key, *result, options_.ttl, h, removals);
         if (!st.ok()) result = st;
       }
@@ -284,6 +288,7 @@ class Cache {
           Collect(s, i, cause, removals);
         });
         s.index.Clear();
+        for (auto& [key, flight] : s.flights) flight->superseded = true;
         if (s.capacity != 0) s.policy.Clear();
         s.last_hit = internal::kCacheNil;
         s.size.store(0, std::memory_order_relaxed);
@@ -389,6 +394,15 @@ class Cache {
   static std::int64_t Deadline(std::int64_t now, std::int64_t ttl) {
     if (ttl == Node::kTtlNever || ttl >= kNever / 4 - now) return kNever;
     return now + ttl;
+  }
+
+  // A Set, Delete or Clear of `key` is under way: a load of it in flight
+  // must not store its (older) value afterwards. A compare when no load is
+  // in flight in the shard.
+  static void SupersedeLoadLocked(Shard& s, const K& key) {
+    if (s.flights.empty()) return;
+    auto it = s.flights.find(key);
+    if (it != s.flights.end()) it->second->superseded = true;
   }
 
   std::uint32_t FindLocked(Shard& s, const K& key, const Hashed& h) {

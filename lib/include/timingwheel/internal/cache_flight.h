@@ -36,6 +36,11 @@ class CacheFlight {
     return result_;
   }
 
+  // A Set, Delete or Clear of the key came while load() ran: what it loaded
+  // may be older than that, so it goes to the callers waiting for it but
+  // is not stored. Read and written under the cache shard's mutex only.
+  bool superseded = false;
+
  private:
   std::mutex mu_;
   std::condition_variable cv_;
