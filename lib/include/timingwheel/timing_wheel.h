@@ -106,10 +106,10 @@ class TimingWheel {
   // Validates options and starts the loop and worker threads. Errors:
   // InvalidArgument for a bad option, an empty execute or a ManualTicker
   // that drives another wheel; ResourceExhausted when memory or threads run
-  // out. Cost: the slot arrays (about 40 bytes a slot: 20 KiB for 512), the
-  // key index if Options::expected_timers is set, the loop thread and
-  // execute_workers threads; the drain_workers threads start at the first
-  // Drain.
+  // out. Cost: the slot lists (64 bytes a slot and about 40 KiB for the
+  // coarse levels: 68 KiB for 512), the key index if
+  // Options::expected_timers is set, the loop thread and execute_workers
+  // threads; the drain_workers threads start at the first Drain.
   static absl::StatusOr<std::unique_ptr<TimingWheel>> Create(Options options,
                                                              Execute execute) {
     if (absl::Status s = internal::ValidateOptions(options); !s.ok()) return s;
