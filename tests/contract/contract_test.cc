@@ -950,6 +950,67 @@ TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
   EXPECT_EQ(StopSorted(w.wheel()), Vec());
 }
 
+// B2 with values a move would visibly empty: a refused batch leaves every
+// key and value in `items` as it was, whether it is refused for room now
+// (ResourceExhausted: the loop is held inside a callback, so the queue
+// stays full) or as larger than max_pending can ever take
+// (InvalidArgument). An accepted batch then takes them.
+TEST(B2Batch, ARefusedBatchLeavesStringItemsAsTheyWere) {
+  using StringWheel = TimingWheel<std::string, std::string>;
+  using Items = std::vector<std::pair<std::string, std::string>>;
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options = TestOptions();
+  options.ticker = ticker;
+  options.max_pending = 3;
+  Event entered, release;
+  std::mutex mu;
+  std::vector<std::string> fired;
+  auto wheel =
+      StringWheel::Create(options, [&](std::string key, std::string value) {
+        if (key == "hold") {
+          entered.Notify();
+          release.WaitFor(kHangGuard);
+          return;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        fired.push_back(key + "=" + value);
+      });
+  ASSERT_TRUE(wheel.ok()) << wheel.status();
+  StringWheel& w = **wheel;
+  std::thread ticking([&] {
+    EXPECT_TRUE(w.SetTimer("hold", "", kInterval).ok());
+    ticker->Tick();
+  });
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  const std::string pad(40, 'x');  // beyond the small-string buffer
+  auto item = [&](int i) {
+    return std::make_pair("key" + std::to_string(i) + pad,
+                          "value" + std::to_string(i) + pad);
+  };
+  Items fill = {item(0), item(1)};
+  ASSERT_TRUE(w.SetTimers(absl::MakeSpan(fill), kInterval).ok());
+  Items two = {item(2), item(3)};
+  const Items two_before = two;
+  EXPECT_EQ(w.SetTimers(absl::MakeSpan(two), kInterval).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(two, two_before);
+  Items four = {item(4), item(5), item(6), item(7)};
+  const Items four_before = four;
+  EXPECT_EQ(w.SetTimers(absl::MakeSpan(four), kInterval).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(four, four_before);
+  release.Notify();
+  ticking.join();
+  ASSERT_TRUE(w.SetTimers(absl::MakeSpan(two), kInterval).ok());
+  ticker->Tick(2);
+  std::lock_guard<std::mutex> lock(mu);
+  std::sort(fired.begin(), fired.end());
+  std::vector<std::string> want;
+  for (int i : {0, 1, 2, 3})
+    want.push_back(item(i).first + "=" + item(i).second);
+  EXPECT_EQ(fired, want);
+}
+
 // B3: an empty span is accepted and does nothing.
 TEST(B3Batch, EmptySpanIsAcceptedAndDoesNothing) {
   ManualWheel w(8);
