@@ -48,11 +48,13 @@ struct Options {
   // the work. Finite, >= 0. Cost: one shared atomic add a call, as max_pending.
   absl::Duration max_lag = absl::ZeroDuration();
   // How many timers the wheel is expected to hold at its peak, 0 = unknown.
-  // Create sizes the key index for it up front (8 to 16 bytes a timer).
+  // Create sizes the key index for it up front (11 to 21 bytes a timer).
   // Without it the index doubles as the wheel grows, a bounded step of the
-  // move per insert, so no command stops the loop for a rehash; the hint
-  // saves that work, and the two tables held while a doubling is under
-  // way. A hint, not a limit.
+  // move per insert and more between the loop's rounds, so no command stops
+  // the loop for a rehash; while sets arrive faster than 1 M/s it doubles
+  // from half full, so a burst does not meet the doubling at once (then 11
+  // to 32 bytes a timer). The hint saves that work, and the two tables held
+  // while a doubling is under way. A hint, not a limit.
   std::size_t expected_timers = 0;
   // Where ticks come from. nullptr = real time (drift-free, monotonic clock).
   // A ManualTicker drives at most one wheel at a time.
