@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -179,6 +181,55 @@ TEST(CacheConcurrency, ExpiresWithoutActivity) {
   }
   EXPECT_EQ(expired.load(), 10000);
   EXPECT_EQ((*cache)->size(), 0u);
+}
+
+// C7 on real time: ~Cache waits for a listener call in flight (one blocked
+// inside an expiry here) before it returns, and no call runs after it.
+// Values still present are destroyed without a listener call.
+TEST(CacheConcurrency, DestructionWaitsForAListenerCallInFlight) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, released = false;
+  std::atomic<bool> destroyed{false};
+  std::atomic<int> calls_after{0}, calls{0};
+  CacheOptions o;
+  o.wheel.interval = absl::Milliseconds(1);
+  auto cache = Cache<int, int>::Create(o, [&](int key, int, RemovalCause) {
+    if (destroyed.load()) calls_after++;
+    calls++;
+    if (key != 0) return;
+    std::unique_lock<std::mutex> lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
+  });
+  ASSERT_TRUE(cache.ok());
+  for (int k = 1; k <= 100; ++k) {
+    ASSERT_TRUE((*cache)->Set(k, k, absl::Hours(1)).ok());
+  }
+  ASSERT_TRUE((*cache)->Set(0, 0, absl::Milliseconds(1)).ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(20), [&] { return entered; }));
+  }
+  std::thread destroyer([&] {
+    cache->reset();
+    destroyed.store(true);
+  });
+  // A correct ~Cache cannot return while the listener is blocked; a wrong
+  // one would have done so long before this.
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_FALSE(destroyed.load());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+  }
+  cv.notify_all();
+  destroyer.join();
+  EXPECT_TRUE(destroyed.load());
+  EXPECT_EQ(calls_after.load(), 0);
+  EXPECT_EQ(calls.load(), 1);  // the 100 left were destroyed unannounced
 }
 
 }  // namespace

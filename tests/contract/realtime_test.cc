@@ -364,5 +364,29 @@ TEST(RealTime, ThreadsAreNamedForTools) {
   EXPECT_EQ(drain_names, std::vector<std::string>(3, "tw-drain"));
 }
 
+// E7: a wheel that never drains costs no drain threads; the first Drain
+// starts drain_workers of them, a later one reuses them, and Stop ends
+// them.
+TEST(RealTime, DrainThreadsStartAtTheFirstDrainAndEndWithTheWheel) {
+  const int before = ThreadsNamed("tw-drain");
+  ASSERT_GE(before, 0);
+  Options options = RealOptions(16);
+  options.drain_workers = 3;
+  auto wheel = TimingWheel<int, int>::Create(options, [](int, int) {});
+  ASSERT_TRUE(wheel.ok());
+  std::atomic<int> drained{0};
+  for (int round = 0; round < 2; ++round) {
+    for (int k = 0; k < 10; ++k) {
+      ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Hours(1)).ok());
+    }
+    EXPECT_EQ(ThreadsNamed("tw-drain"), before + (round == 0 ? 0 : 3));
+    ASSERT_TRUE((*wheel)->Drain([&](int, int) { ++drained; }).ok());
+    EXPECT_EQ(drained.load(), 10 * (round + 1));
+    EXPECT_EQ(ThreadsNamed("tw-drain"), before + 3);
+  }
+  ASSERT_TRUE((*wheel)->Stop().ok());
+  EXPECT_EQ(ThreadsNamed("tw-drain"), before);
+}
+
 }  // namespace
 }  // namespace timingwheel
