@@ -214,9 +214,10 @@ class Cache {
   // Get, and on a miss calls load() once for all the threads missing `key`
   // at the same time; each gets its result. An OK result is stored with
   // options.ttl, unless a Set, Delete or Clear of the key came while load
-  // ran (the later write wins; the loaded value may be older than it); an
-  // error is returned to every waiter and not stored; an exception from
-  // load becomes Internal for every waiter. No lock is held
+  // ran: the later write wins (the loaded value may be older than it), and
+  // the loaded value goes to the listener as kReplaced; an error is
+  // returned to every waiter and not stored; an exception from load
+  // becomes Internal for every waiter. No lock is held
   // while load runs, so it may call the cache, on other keys (asking for its
   // own key would wait for itself). InvalidArgument for an empty load. Cost: a
   // hit costs as Get; a miss adds a flight record (one allocation) and a Set.
@@ -256,7 +257,13 @@ class Cache {
       // Under the same lock as storing: a caller arriving now finds the
       // value, or (after an error) starts a new load.
       s.flights.erase(key);
-      if (result.ok() && !flight->superseded) {
+      if (result.ok() && flight->superseded) {
+        // As if stored and at once replaced by the later write (Guava
+        // reports its discarded load likewise): every value a load
+        // returns leaves through the listener exactly once.
+        if (listener_)
+          removals.emplace_back(key, *result, RemovalCause::kReplaced);
+      } else if (result.ok()) {
         absl::Status st = SetLocked(s, key, *result, options_.ttl, h, removals);
         if (!st.ok()) result = st;
       }

@@ -37,8 +37,9 @@ class CacheFlight {
   }
 
   // A Set, Delete or Clear of the key came while load() ran: what it loaded
-  // may be older than that, so it goes to the callers waiting for it but
-  // is not stored. Read and written under the cache shard's mutex only.
+  // may be older than that, so it goes to the callers waiting for it and to
+  // the listener (kReplaced) but is not stored. Read and written under the
+  // cache shard's mutex only.
   bool superseded = false;
 
  private:
