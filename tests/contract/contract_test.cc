@@ -2451,7 +2451,9 @@ TEST(E8Levels, EveryDelayFiresOnItsTickWhateverNumSlots) {
     for (int k = 0; k < kTimers; ++k) {
       EXPECT_EQ(w.FireTick(k), 1 + 7 * k) << "num_slots " << num_slots;
     }
-    if (num_slots < 512) EXPECT_GT(w.wheel().stats().refiled, 0u);
+    if (num_slots < 512) {
+      EXPECT_GT(w.wheel().stats().refiled, 0u);
+    }
     EXPECT_EQ(w.wheel().stats().pending, 0u);
   }
 }
@@ -2470,7 +2472,9 @@ TEST(E9Memory, FallsBackAfterMostTimersAreRemoved) {
   const std::size_t peak = w.wheel().stats().memory_bytes;
   EXPECT_GT(peak, std::size_t{kTimers} * 32);
   for (int k = 0; k < kTimers; ++k) {
-    if (k % 1000 != 0) ASSERT_TRUE(w.wheel().RemoveTimer(k).ok());
+    if (k % 1000 != 0) {
+      ASSERT_TRUE(w.wheel().RemoveTimer(k).ok());
+    }
   }
   const absl::Time give_up = absl::Now() + kHangGuard;
   // No ticks meanwhile: the loop does it on its own, idle or not.

@@ -349,7 +349,9 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
     };
     for (std::uint32_t k = 0; k < kKeys; ++k) set(k, 1 + rng() % 100'000);
     for (std::uint32_t k = 0; k < kKeys; ++k) {
-      if (k % 100 != 0) ASSERT_EQ(w.Remove(k), m.Remove(k));
+      if (k % 100 != 0) {
+        ASSERT_EQ(w.Remove(k), m.Remove(k));
+      }
     }
     const std::size_t peak = w.MemoryBytes();
     int rounds = 0;
