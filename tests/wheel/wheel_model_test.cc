@@ -385,8 +385,8 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
 }
 
 // The key index grows without Reserve, in steps that sets drive, while
-// moves, removes, ticks, compaction steps and growth steps (which also step
-// a growth) go on between the sets, and growths also start early, from
+// moves, removes, ticks, compaction steps and growth steps go on between
+// the sets, and growths also start early, from
 // half full, as the loop starts them: every timer is found and fires
 // exactly on its tick, whichever table its index word is in. With hashes
 // that fold to one value too, so that every lookup walks a run across both

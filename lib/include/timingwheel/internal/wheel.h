@@ -304,17 +304,16 @@ class Wheel {
   // WantsCompaction: true when Compact has work, two comparisons or so.
   // Compact gives memory back when most timers are gone: a bounded step of
   // moving the key index into a smaller table and of relocating live entries
-  // out of the pool's high chunks, which are then freed. It also finishes a
-  // key index growth that sets left under way (sets drive growths to their
-  // end, but a burst of sets may stop halfway). Each step looks at about
+  // out of the pool's high chunks, which are then freed. (A key index growth
+  // that sets left under way is GrowStep's, below.) Each step looks at about
   // `budget` index words and pool entries; returns true while there is more
   // to do. Costs two comparisons when there is nothing to do.
   bool WantsCompaction() const {
-    return index_.Resizing() || index_.WantsShrink() || pool_.Shrinking() ||
+    return index_.Shrinking() || index_.WantsShrink() || pool_.Shrinking() ||
            pool_.WantsShrink();
   }
   bool Compact(std::size_t budget) {
-    if (index_.Resizing()) {
+    if (index_.Shrinking()) {
       index_.ResizeStep(budget);
     } else if (index_.WantsShrink()) {
       index_.StartShrink();
@@ -325,7 +324,7 @@ class Wheel {
       if (from == Pool::kNil) break;
       Relocate(from, pool_.Allocate());
     }
-    return index_.Resizing() || pool_.Shrinking();
+    return index_.Shrinking() || pool_.Shrinking();
   }
 
   // The key index grows as sets fill it, in steps the sets do (see
