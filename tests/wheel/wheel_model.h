@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -91,42 +90,6 @@ class WheelModel {
     }
     std::sort(fired.begin(), fired.end());
     now_ = target;
-    return fired;
-  }
-
-  // AdvanceTo for the keys not in `held`: their timers fire at their own
-  // ticks; those of `held` stay pending, due or not (what Wheel::AdvanceTo
-  // with a hold does). Returns what fired, sorted.
-  std::vector<Fired> AdvanceToExcept(std::uint64_t target,
-                                     const std::set<std::uint32_t>& held) {
-    target = std::min(target, kMaxTick);
-    std::vector<Fired> fired;
-    if (target <= now_) return fired;
-    for (auto it = timers_.begin(); it != timers_.end();) {
-      if (it->second.first <= target && held.count(it->first) == 0) {
-        fired.push_back({it->second.first, it->first, it->second.second});
-        it = timers_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    std::sort(fired.begin(), fired.end());
-    now_ = target;
-    return fired;
-  }
-
-  // Fires, at now(), every timer already due (Wheel::ReleaseHeld). Sorted.
-  std::vector<Fired> FireDue() {
-    std::vector<Fired> fired;
-    for (auto it = timers_.begin(); it != timers_.end();) {
-      if (it->second.first <= now_) {
-        fired.push_back({now_, it->first, it->second.second});
-        it = timers_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    std::sort(fired.begin(), fired.end());
     return fired;
   }
 

@@ -126,9 +126,6 @@ class CommandQueue {
   // True when Options::max_lag is set: the consumer should then time its
   // work with RecordApplied.
   bool BoundsLag() const { return admission_.bounds_lag(); }
-  // True when max_pending or max_lag is set: admission counts what is
-  // queued, so the consumer must not hold commands anywhere else.
-  bool Bounded() const { return admission_.counting(); }
   // Consumer side, for max_lag: a round of taking commands starts now; the
   // consumer is about to sleep (see Admission::RoundStarts).
   void RoundStarts(std::chrono::steady_clock::time_point now) {

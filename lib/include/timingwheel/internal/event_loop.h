@@ -20,7 +20,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "timingwheel/internal/apply_pipeline.h"
-#include "timingwheel/internal/backlog.h"
 #include "timingwheel/internal/callback_scope.h"
 #include "timingwheel/internal/command.h"
 #include "timingwheel/internal/command_queue.h"
@@ -59,7 +58,6 @@ class EventLoop final : public TickSink {
         wheel_(static_cast<std::uint32_t>(options.num_slots)),
         pipeline_(&wheel_),
         batch_(Pipeline::kBatch),
-        backlog_(Pipeline::kBatch, kBacklogCommands),
         queue_(options.max_pending, options.max_lag),
         drain_pool_(options.drain_workers, Owner(), &stats_),
         execute_pool_(options.execute_workers, &execute_, Owner(), &stats_) {
@@ -185,22 +183,6 @@ class EventLoop final : public TickSink {
   static constexpr std::chrono::milliseconds kEarlyGrowthWindow{1};
   // How long the wheel must have wanted to give memory back before it does.
   static constexpr absl::Duration kCompactDelay = absl::Seconds(1);
-  // What applying a command from the backlog is taken to cost, in the
-  // wall time of a loop that also fires and shares two cores with its
-  // producers: about twice what it costs alone (docs/design-notes.md).
-  static constexpr std::uint64_t kBacklogNsPerCommand = 200;
-  // Commands still queued, with a timer due, at which the loop takes the
-  // queue into its Backlog and ticks ahead of it: about 0.1 ms of applying.
-  static constexpr std::size_t kTickAheadBacklog = 2048;
-  // The most commands a Backlog holds: 512 Ki, or 32 MiB of them for large
-  // keys and values. Beyond that the loop is overloaded, its lateness is
-  // the age of the commands it has not applied, and taking them (a copy
-  // and a key in a table grown past the caches) would only add to it:
-  // ticks wait for the backlog as before.
-  static constexpr std::size_t kBacklogCommands = std::max<std::size_t>(
-      std::size_t{1} << 14,
-      std::min<std::size_t>(std::size_t{1} << 19,
-                            (std::size_t{32} << 20) / sizeof(Command<K, V>)));
   // MeasurePace's window: at most this many commands, or this long.
   static constexpr std::size_t kPaceCommands = 1024;
   static constexpr std::chrono::microseconds kPaceWindow{1000};
@@ -238,14 +220,20 @@ class EventLoop final : public TickSink {
         return;
       }
       if (applied != 0) streaming = true;
-      const bool stepping = StepWheel();
+      // A step of moving coarse slots that start soon down to finer levels,
+      // every round, so that no tick has to move a whole slot at once.
+      const bool cascading = wheel_.Cascade(kCascadeBudget);
+      // A step of the key index's growth, every round, so that the sets
+      // after it need not pay for it (see GrowEarly).
+      GrowEarly();
+      const bool growing = wheel_.GrowStep(kGrowBudget);
       if (due > wheel_.now()) {
         AdvanceTo(due);
         continue;
       }
       Publish();
       const bool compacting = CompactStep();
-      if (applied != 0 || stepping || compacting) continue;
+      if (applied != 0 || cascading || growing || compacting) continue;
       // The last step may have freed memory since Publish.
       if (wheel_.MemoryBytes() != stats_.counts().memory_bytes) Publish();
       absl::Duration wait = time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
@@ -264,18 +252,6 @@ class EventLoop final : public TickSink {
       }
       streaming = false;
     }
-  }
-
-  // Work the wheel spreads over rounds; returns true while some remains. A
-  // step of moving coarse slots that start soon down to finer levels, so
-  // that no tick has to move a whole slot at once; a step of the key
-  // index's growth, so that the sets after it need not pay for it (see
-  // GrowEarly).
-  bool StepWheel() {
-    const bool cascading = wheel_.Cascade(kCascadeBudget);
-    GrowEarly();
-    const bool growing = wheel_.GrowStep(kGrowBudget);
-    return cascading || growing;
   }
 
   // The key index doubles when sets fill it to 3/4, and left to itself
@@ -339,91 +315,16 @@ class EventLoop final : public TickSink {
   }
 
   // Applies queued commands until the queue is empty or at least `limit`
-  // were applied; returns how many. A timer that comes due meanwhile
-  // behind a large backlog need not wait for all of it: see
-  // ApplyBacklogTickingAhead.
+  // were applied; returns how many.
   std::size_t ApplyQueued(std::size_t limit) {
     std::size_t total = 0;
     for (;;) {
       const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
-      ApplyBatch(batch_.data(), n);
+      pipeline_.Apply(batch_.data(), n, stats_.counts(),
+                      [this](Cmd& c) { ApplyUnkeyed(c); });
       total += n;
       if (n < batch_.size() || total >= limit) return total;
-      if (TimerWaitsBehindBacklog()) return total + ApplyBacklogTickingAhead();
     }
-  }
-
-  void ApplyBatch(Cmd* commands, std::size_t n) {
-    pipeline_.Apply(commands, n, stats_.counts(),
-                    [this](Cmd& c) { ApplyUnkeyed(c); });
-  }
-
-  // True if a tick with work has come due while kTickAheadBacklog or more
-  // commands are queued, but no more than a Backlog holds (beyond, see
-  // kBacklogCommands). A clock read and a bitmap search per level. Never
-  // with a ManualTicker (its ticks are commands in the queue's order) or
-  // with max_pending or max_lag (admission counts the queue, and a
-  // Backlog would hide commands from it; max_lag keeps the queue short
-  // anyway).
-  bool TimerWaitsBehindBacklog() const {
-    if (time_.manual() || queue_.Bounded()) return false;
-    const std::uint64_t due = time_.DueTick(wheel_.now());
-    if (due <= wheel_.now() || wheel_.NextDueTick() > due) return false;
-    const std::size_t queued = queue_.SizeApprox();
-    return queued >= kTickAheadBacklog && queued <= kBacklogCommands;
-  }
-
-  // Applies the queue through the Backlog, running each tick as it comes
-  // due rather than after the commands queued before it: before a tick
-  // runs, everything queued is taken into the backlog (a copy and a key
-  // hash each), and the tick holds back the timers whose key a command in
-  // the backlog names, so a move or remove sent before the deadline still
-  // wins. The held timers are released (fired if still due) once every
-  // command taken before they were held is applied: commands taken later
-  // were queued after their tick came due. Returns the commands applied.
-  std::size_t ApplyBacklogTickingAhead() {
-    std::size_t applied = 0;
-    TickAheadIfDue();
-    while (!backlog_.empty()) {
-      const std::size_t n = backlog_.front_size();
-      ApplyBatch(backlog_.front(), n);
-      backlog_.PopFront();
-      applied += n;
-      // After a Stop, what is held goes back to Stop's caller with the
-      // rest.
-      if (backlog_.applied() >= release_held_at_ && !stop_requested_ &&
-          wheel_.HasHeld()) {
-        ReleaseHeld();
-      }
-      StepWheel();
-      if (!backlog_.empty()) TickAheadIfDue();
-    }
-    return applied;
-  }
-
-  // Runs the ticks due now ahead of the backlog, if that is safe: every
-  // command queued before they came due taken into it, and none of them a
-  // drain, tick or stop.
-  void TickAheadIfDue() {
-    if (stop_requested_) return;
-    const std::uint64_t due = time_.DueTick(wheel_.now());
-    if (due <= wheel_.now() || wheel_.NextDueTick() > due) return;
-    // Overloaded: the backlog is applied to the end, ticks waiting.
-    if (backlog_.size() + queue_.SizeApprox() > kBacklogCommands) return;
-    const bool all_taken = backlog_.TakeQueued(
-        queue_, [this](const K& key) { return wheel_.HashOf(key); });
-    if (!all_taken || backlog_.Unkeyed()) return;
-    // A timer the backlog sets must not come due while it waits there: the
-    // backlog goes first unless it will surely be applied before its
-    // earliest deadline, at kBacklogNsPerCommand (a loop that also fires
-    // is slower than one that only applies).
-    const std::uint64_t interval_ns =
-        static_cast<std::uint64_t>(absl::ToInt64Nanoseconds(time_.interval()));
-    const std::uint64_t ticks_to_apply =
-        backlog_.size() * kBacklogNsPerCommand / interval_ns + 1;
-    if (backlog_.MinDeadline() <= due + ticks_to_apply) return;
-    AdvanceTo(due, backlog_);
-    if (wheel_.HasHeld()) release_held_at_ = backlog_.taken();
   }
 
   // Options::max_lag: the loop's pace, for admission. Measured in wall time
@@ -482,39 +383,21 @@ class EventLoop final : public TickSink {
 
   // Runs the ticks up to `due` and hands what fired to the execute pool. A
   // manual tick also waits for its callbacks (ManualTicker::Tick's (c)).
-  // With a hold, the due timers whose key's hash it names stay pending,
-  // set aside (Wheel::AdvanceTo).
   void AdvanceTo(std::uint64_t due) {
-    AdvanceTo(due, typename Wheel<K, V, Hash, Eq>::HoldNone());
-  }
-  template <typename Hold>
-  void AdvanceTo(std::uint64_t due, Hold&& hold) {
-    wheel_.AdvanceTo(due, hold, [this](std::uint64_t, K&& key, V&& value) {
+    const std::size_t before = fired_.size();
+    wheel_.AdvanceTo(due, [this](std::uint64_t, K&& key, V&& value) {
       fired_.emplace_back(std::move(key), std::move(value));
     });
+    stats_.counts().fired += fired_.size() - before;
     time_.Advanced(wheel_.now());
-    HandOver();
-    if (time_.manual()) {
-      execute_pool_.WaitIdle();
-      time_.TickCompleted();
-    }
-  }
-
-  // Fires the timers set aside by a hold that are still due.
-  void ReleaseHeld() {
-    wheel_.ReleaseHeld([this](std::uint64_t, K&& key, V&& value) {
-      fired_.emplace_back(std::move(key), std::move(value));
-    });
-    HandOver();
-  }
-
-  // Counts what fired_ holds and hands it to the execute pool.
-  void HandOver() {
-    stats_.counts().fired += fired_.size();
     // Counters first: a caller that sees a callback run also sees it
     // counted in stats().
     Publish();
     execute_pool_.Submit(fired_);
+    if (time_.manual()) {
+      execute_pool_.WaitIdle();
+      time_.TickCompleted();
+    }
   }
 
   // After the Stop command: the gate was closed before it was pushed, so
@@ -549,10 +432,7 @@ class EventLoop final : public TickSink {
   Wheel<K, V, Hash, Eq> wheel_;
   Pipeline pipeline_;
   std::vector<Cmd> batch_;  // commands being applied
-  Backlog<Cmd> backlog_;    // see ApplyBacklogTickingAhead
-  // The backlog's applied() at which the timers it holds may be released.
-  std::uint64_t release_held_at_ = 0;
-  Entries fired_;  // for the execute pool
+  Entries fired_;           // for the execute pool
   bool stop_requested_ = false;
   // MeasurePace's window: since when, how many commands, whether a Drain
   // ran in it. MeasurePace also tells admission when each round starts.

@@ -42,7 +42,6 @@ class TimeSource {
       : interval_(interval), manual_(manual), clock_(interval) {}
 
   bool manual() const { return manual_; }
-  absl::Duration interval() const { return interval_; }
 
   // Any thread: the tick at which a timer of `delay` (> 0), submitted now,
   // is due. Real time: one clock read.

@@ -91,8 +91,7 @@ class Wheel {
         hash_(std::move(hash)),
         eq_(std::move(eq)),
         levels_(MakeLevels(level0_bits_, level_bits_)),
-        held_list_(levels_.back().first_slot() + levels_.back().slots()),
-        lists_(held_list_ + 1) {}
+        lists_(levels_.back().first_slot() + levels_.back().slots()) {}
 
   ~Wheel() {
     index_.ForEach([this](std::uint32_t i) { DestroyEntry(pool_.At(i)); });
@@ -250,24 +249,6 @@ class Wheel {
   // processed; ticks without work are skipped.
   template <typename Sink>
   void AdvanceTo(std::uint64_t target, Sink&& sink) {
-    AdvanceTo(target, HoldNone(), sink);
-  }
-
-  // What AdvanceTo may hold back: hold.Holds(hash) for a key's hash
-  // (HashOf), after a hold.Prefetch(hash) some timers earlier.
-  struct HoldNone {
-    void Prefetch(std::uint32_t) const {}
-    bool Holds(std::uint32_t) const { return false; }
-  };
-
-  // AdvanceTo, except that a due timer whose key's hash `hold` Holds is not
-  // fired but set aside, still pending and keyed, until ReleaseHeld: for a
-  // caller that has commands not yet applied, and knows their keys'
-  // hashes, so that a tick may run ahead of them without firing a timer one
-  // of them would have moved or removed. Costs a Prefetch and a Holds per
-  // due timer, the one kFiring timers ahead of the other.
-  template <typename Hold, typename Sink>
-  void AdvanceTo(std::uint64_t target, Hold&& hold, Sink&& sink) {
     target = std::min(target, kMaxTick);
     while (now_ < target) {
       const std::uint64_t due = NextDueTick();
@@ -276,21 +257,8 @@ class Wheel {
         return;
       }
       now_ = std::max(due, now_ + 1);
-      ProcessTick(hold, sink);
+      ProcessTick(sink);
     }
-  }
-
-  // True if AdvanceTo has set timers aside. O(lanes).
-  bool HasHeld() const { return !lists_.Empty(held_list_); }
-
-  // Ends what AdvanceTo's hold set aside: each timer still due (deadline
-  // <= now(): one not moved later meanwhile) goes to sink(tick, K&&, V&&)
-  // as AdvanceTo's would, the others are filed by their deadline again.
-  // O(timers set aside).
-  template <typename Sink>
-  void ReleaseHeld(Sink&& sink) {
-    HoldNone fire_all;
-    ScanList(held_list_, fire_all, sink);
   }
 
   // Removes every timer, handing each to sink(K&&, V&&) in no set order.
@@ -395,7 +363,7 @@ class Wheel {
     ManualStorage<V> value;
   };
   // How many fired entries wait between leaving their list and leaving the
-  // index (see ScanList).
+  // index (see ScanSlot).
   static constexpr std::size_t kFiring = 16;
 
   // Level 0 of 2^level0_bits one-tick slots, then levels of 2^level_bits
@@ -455,7 +423,7 @@ class Wheel {
   // woken for it.
   void Unlink(std::uint32_t i) {
     const std::uint32_t slot = lists_.Unlink(pool_, i);
-    if (slot != Lists::kNoSlot && slot != held_list_ && lists_.Empty(slot)) {
+    if (slot != Lists::kNoSlot && lists_.Empty(slot)) {
       Level& level = LevelOfSlot(slot);
       level.Unmark(slot - level.first_slot());
     }
@@ -468,7 +436,7 @@ class Wheel {
   }
 
   // Moves entry `from` to the unused index `to`: contents, list links and
-  // index word. Only between operations (no fired entry waits in ScanList's
+  // index word. Only between operations (no fired entry waits in ScanSlot's
   // ring).
   void Relocate(std::uint32_t from, std::uint32_t to) {
     Entry& a = pool_.At(from);
@@ -503,8 +471,8 @@ class Wheel {
   // starts on the next tick (its timers due then must be on level 0 by
   // then), then empty level 0's slot of this tick. Nothing refiled lands in
   // that slot: every timer moved lies ahead of now_.
-  template <typename Hold, typename Sink>
-  void ProcessTick(Hold& hold, Sink& sink) {
+  template <typename Sink>
+  void ProcessTick(Sink& sink) {
     for (std::size_t l = levels_.size(); l-- > 1;) {
       Level& level = levels_[l];
       const std::int64_t slot = level.DrainingSlot(now_);
@@ -514,15 +482,12 @@ class Wheel {
     }
     Level& level0 = levels_[0];
     const std::uint32_t slot = level0.SlotOfTick(now_);
-    if (level0.Marked(slot)) {
-      level0.Unmark(slot);
-      ScanList(level0.first_slot() + slot, hold, sink);
-    }
+    if (level0.Marked(slot)) ScanSlot(level0, slot, sink);
   }
 
   // Moves up to `budget` timers out of physical slot `slot` of `level` (a
   // draining one) to where they are filed now, a finer level. The lanes are
-  // walked side by side as in ScanList, and each lane is cut once where the
+  // walked side by side as in ScanSlot, and each lane is cut once where the
   // walk stopped, rather than unlinked entry by entry.
   void Drain(Level& level, std::uint32_t slot, std::size_t budget) {
     const std::uint32_t list = level.first_slot() + slot;
@@ -553,18 +518,17 @@ class Wheel {
     if (empty) level.Unmark(slot);
   }
 
-  // Empties list `slot` (level 0's slot of now_, or the held list): fires
-  // what is due, or sets it aside in the held list if `hold` Holds it,
-  // and files the rest again (timers moved later: they lie ahead of now_,
-  // so never in level 0's slot of now_). The lanes are walked
+  // Empties level 0's physical slot `slot`, that of now_: fires what is
+  // due and files the rest again (timers moved later: they lie ahead of
+  // now_, so never in this slot). The lanes are walked
   // side by side, one entry of each in turn, prefetching each lane's next
   // entry as soon as its link is known. A fired entry then waits in a ring
   // (kFiring deep) between leaving its list and leaving the index, so that
-  // its index line (and the hold's line) arrives while the walk goes on;
-  // the hold is asked as it leaves the ring. The slot's lists are
+  // its index line arrives while the walk goes on. The slot's lists are
   // reset at the end rather than unlinked entry by entry.
-  template <typename Hold, typename Sink>
-  void ScanList(std::uint32_t slot, Hold& hold, Sink& sink) {
+  template <typename Sink>
+  void ScanSlot(Level& level, std::uint32_t physical, Sink& sink) {
+    const std::uint32_t slot = level.first_slot() + physical;
     const std::uint64_t tick = now_;
     std::uint32_t cursor[kLanes];
     for (std::uint32_t l = 0; l < kLanes; ++l) {
@@ -572,16 +536,13 @@ class Wheel {
       PrefetchIfEntry(cursor[l]);
     }
     lists_.ClearSlot(slot);
+    level.Unmark(physical);
     struct Firing {
       std::uint32_t entry, hash;
     };
     Firing firing[kFiring];
     std::size_t fired = 0;
     auto retire = [&](const Firing& f) {
-      if (hold.Holds(f.hash)) {
-        lists_.Link(pool_, f.entry, held_list_);
-        return;
-      }
       Entry& e = pool_.At(f.entry);
       index_.EraseAt(Find(e.key.Get(), f.hash));
       sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
@@ -601,7 +562,6 @@ class Wheel {
           Firing& f = firing[fired++ % kFiring];
           if (fired > kFiring) retire(f);
           f = {i, HashOf(e.key.Get())};
-          hold.Prefetch(f.hash);
           index_.Prefetch(f.hash);
         } else {
           Link(i);
@@ -625,9 +585,6 @@ class Wheel {
   Pool pool_;
   KeyIndex index_;
   std::vector<Level> levels_;
-  // The list after every level's slots: timers AdvanceTo's hold set aside.
-  // No level's bitmap covers it; ReleaseHeld empties it.
-  const std::uint32_t held_list_;
   Lists lists_;
 };
 
