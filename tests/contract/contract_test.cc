@@ -2459,6 +2459,120 @@ TEST(E8Levels, EveryDelayFiresOnItsTickWhateverNumSlots) {
 }
 
 // ---------------------------------------------------------------------------
+// E12 A wheel destroyed from its own execute callback: the destructor cannot
+// wait for the callback it runs in, so it returns at once; no callback
+// starts afterwards (beyond one another worker has already taken), and every
+// value is still destroyed exactly once, the pending and the dropped ones
+// once the callback returns.
+
+// A value that counts its destructions (a moved-from one counts nothing).
+class Life {
+ public:
+  explicit Life(std::atomic<int>* deaths) : deaths_(deaths) {}
+  Life(Life&& other) noexcept
+      : deaths_(std::exchange(other.deaths_, nullptr)) {}
+  Life& operator=(Life&&) = delete;
+  ~Life() {
+    if (deaths_ != nullptr) deaths_->fetch_add(1);
+  }
+
+ private:
+  std::atomic<int>* deaths_;
+};
+
+// Waits up to kHangGuard for `done`.
+bool BecomesTrue(const std::function<bool()>& done) {
+  const absl::Time give_up = absl::Now() + kHangGuard;
+  while (!done()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+TEST(E12DestroyFromCallback, ManualTickReturnsAndEveryValueDiesOnce) {
+  using LifeWheel = TimingWheel<int, Life>;
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options;
+  options.interval = kInterval;
+  options.ticker = ticker;
+  options.execute_workers = 1;
+  std::atomic<int> deaths{0}, calls{0};
+  std::unique_ptr<LifeWheel> wheel;
+  auto created = LifeWheel::Create(options, [&](int, Life) {
+    calls.fetch_add(1);
+    wheel.reset();  // from its own callback
+  });
+  ASSERT_TRUE(created.ok()) << created.status();
+  wheel = std::move(*created);
+  // 100 timers due on the first tick, in one batch for the one worker; one
+  // pending far out.
+  for (int k = 0; k < 100; ++k) {
+    ASSERT_TRUE(wheel->SetTimer(k, Life(&deaths), kInterval).ok());
+  }
+  ASSERT_TRUE(wheel->SetTimer(500, Life(&deaths), 50 * kInterval).ok());
+  // The Tick waits for the tick's callbacks: the first destroys the wheel,
+  // the other 99 are dropped, and the Tick returns.
+  ASSERT_TRUE(FinishesInTime([&] { ticker->Tick(); }));
+  EXPECT_EQ(wheel, nullptr);
+  EXPECT_EQ(calls.load(), 1);
+  // The rest of the teardown runs on the worker; then every value has died
+  // once, and the ticker is free to drive another wheel.
+  EXPECT_TRUE(BecomesTrue([&] { return deaths.load() == 101; }))
+      << deaths.load();
+  EXPECT_TRUE(BecomesTrue([&] {
+    return TimingWheel<int, int>::Create(options, [](int, int) {}).ok();
+  }));
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(deaths.load(), 101);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(E12DestroyFromCallback, RealTimeWithTwoWorkersStartsNoCallbackAfter) {
+  using LifeWheel = TimingWheel<int, Life>;
+  Options options;
+  options.interval = absl::Milliseconds(1);
+  options.execute_workers = 2;
+  constexpr int kTimers = 2000;
+  std::atomic<int> deaths{0}, calls{0}, started_after{0};
+  std::atomic<bool> destroyed{false}, first{true};
+  std::unique_ptr<LifeWheel> wheel;
+  std::mutex mu;  // orders the reset against the callbacks' reads of wheel
+  auto created = LifeWheel::Create(options, [&](int, Life) {
+    if (destroyed.load()) started_after.fetch_add(1);
+    calls.fetch_add(1);
+    if (first.exchange(false)) {
+      std::unique_ptr<LifeWheel> doomed;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        doomed = std::move(wheel);
+      }
+      doomed.reset();
+      destroyed.store(true);
+    }
+  });
+  ASSERT_TRUE(created.ok()) << created.status();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    wheel = std::move(*created);
+    for (int k = 0; k < kTimers; ++k) {
+      ASSERT_TRUE(
+          wheel->SetTimer(k, Life(&deaths), absl::Milliseconds(1 + k % 50))
+              .ok());
+    }
+    // Pending long after the wheel is gone.
+    ASSERT_TRUE(wheel->SetTimer(-1, Life(&deaths), absl::Hours(1)).ok());
+  }
+  EXPECT_TRUE(BecomesTrue([&] { return deaths.load() == kTimers + 1; }))
+      << deaths.load() << " of " << kTimers + 1;
+  // The worker that was not destroying may have taken one timer already.
+  EXPECT_LE(started_after.load(), 1);
+  EXPECT_LT(calls.load(), kTimers);
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(deaths.load(), kTimers + 1);
+}
+
+// ---------------------------------------------------------------------------
 // E9 Memory follows the live set: after 200,000 timers are removed the loop
 // gives their memory back on its own, between ticks.
 

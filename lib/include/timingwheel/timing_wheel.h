@@ -127,9 +127,19 @@ class TimingWheel {
         new TimingWheel(std::move(loop), options.max_pending));
   }
 
-  // Stops the wheel (see Stop) and drops the timers that never fired. Must
-  // not run inside one of this wheel's own callbacks.
-  ~TimingWheel() = default;
+  // Stops the wheel (see Stop) and drops the timers that never fired. From
+  // another thread it returns after every callback in flight has returned.
+  // From one of this wheel's own execute callbacks (which it cannot wait
+  // for) it returns at once: no callback starts afterwards (one another
+  // worker has already taken may still run), the fired timers not yet run
+  // are dropped, and the threads end and the memory goes once the calling
+  // callback returns. Not from a Drain function: that aborts (Drain's
+  // caller is still inside the wheel).
+  ~TimingWheel() {
+    if (loop_ != nullptr && loop_->InOwnCallback()) {
+      Loop::DestroyFromCallback(std::move(loop_));
+    }
+  }
 
   TimingWheel(const TimingWheel&) = delete;
   TimingWheel& operator=(const TimingWheel&) = delete;

@@ -7,6 +7,8 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -67,6 +69,30 @@ class EventLoop final : public TickSink {
   ~EventLoop() {
     Stop().IgnoreError();
     if (attached_) TickerAccess::Detach(*manual_, this);
+  }
+
+  // True on a thread running one of this wheel's callbacks (execute or
+  // drain).
+  bool InOwnCallback() const { return CallbackScope::InCallbackOf(Owner()); }
+
+  // Destroys `loop` from inside one of its own execute callbacks, where it
+  // cannot wait for itself: no callback starts after this returns (one a
+  // worker has already taken may still run), the fired timers not yet run
+  // are dropped, and the rest (joining the threads, dropping the pending
+  // timers, freeing everything) happens on this worker once the callback
+  // returns, as ~EventLoop would do it. From a drain function, whose
+  // Drain caller is still inside the wheel, it aborts with a message.
+  static void DestroyFromCallback(std::unique_ptr<EventLoop> loop) {
+    if (!loop->execute_pool_.OnWorkerThread()) {
+      std::fputs(
+          "timingwheel: a wheel destroyed from its own Drain function; "
+          "the Drain call is still running on it\n",
+          stderr);
+      std::abort();
+    }
+    loop->execute_pool_.Abandon();
+    ExecutePool<K, V>::AfterCallback(
+        [](void* p) { delete static_cast<EventLoop*>(p); }, loop.release());
   }
 
   EventLoop(const EventLoop&) = delete;
@@ -195,7 +221,6 @@ class EventLoop final : public TickSink {
 
   // Who the callbacks run for: what CallbackScope compares.
   const void* Owner() const { return static_cast<const TickSink*>(this); }
-  bool InOwnCallback() const { return CallbackScope::InCallbackOf(Owner()); }
 
   void Run() {
     bool streaming = false;  // the last round applied commands

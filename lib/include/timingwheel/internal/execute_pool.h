@@ -69,7 +69,15 @@ class ExecutePool {
     const std::size_t n = fired.size();
     outstanding_.fetch_add(n, std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (abandoned_) {
+        // No callback runs any more (Abandon): the values are dropped, not
+        // under the lock.
+        lock.unlock();
+        fired.clear();
+        Done(n);
+        return;
+      }
       if (head_ == queue_.size()) {
         queue_.clear();
         head_ = 0;
@@ -94,8 +102,10 @@ class ExecutePool {
     }
   }
 
-  // Runs every item submitted before it, then joins the workers. Any thread
-  // but a worker; idempotent.
+  // Runs every item submitted before it (unless abandoned), then joins the
+  // workers: all of them from any other thread; from a worker (the
+  // Reaper of AfterCallback), the others, the worker itself being on its
+  // way out. Idempotent.
   void Shutdown() {
     if (threads_.empty()) return;
     {
@@ -103,19 +113,70 @@ class ExecutePool {
       stopping_ = true;
     }
     work_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    for (std::thread& t : threads_) {
+      if (t.get_id() == std::this_thread::get_id()) {
+        t.detach();
+      } else {
+        t.join();
+      }
+    }
     threads_.clear();
+  }
+
+  // True on one of this pool's worker threads.
+  bool OnWorkerThread() const { return current_pool_ == this; }
+
+  // From a callback (OnWorkerThread): no callback starts after this
+  // returns. The timers queued and the ones fired later are dropped, their
+  // values destroyed; a worker that has already taken one runs it. For a
+  // wheel destroyed from its own callback.
+  void Abandon() {
+    std::vector<Item> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      abandoned_ = true;
+      for (; head_ < queue_.size(); ++head_) {
+        dropped.push_back(std::move(queue_[head_]));
+      }
+      queue_.clear();
+      head_ = 0;
+    }
+    Done(dropped.size());
+  }
+
+  // From a callback (OnWorkerThread): once the callback returns, this
+  // worker drops what else it has taken, leaves its CallbackScope and calls
+  // reap(arg), which may destroy the pool: the worker touches nothing of it
+  // afterwards.
+  using Reaper = void (*)(void*);
+  static void AfterCallback(Reaper reap, void* arg) {
+    reaper_ = reap;
+    reaper_arg_ = arg;
   }
 
  private:
   void Run() {
+    RunCallbacks();
+    // Set by a callback that destroyed the wheel (AfterCallback): the last
+    // thing this thread does, outside the callback's scope.
+    if (reaper_ != nullptr) {
+      const Reaper reap = std::exchange(reaper_, nullptr);
+      reap(std::exchange(reaper_arg_, nullptr));
+    }
+  }
+
+  void RunCallbacks() {
     CallbackScope scope(owner_);
+    current_pool_ = this;
     std::vector<Item> taken;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        work_.wait(lock, [this] { return head_ < queue_.size() || stopping_; });
-        if (head_ == queue_.size()) return;  // stopping, and nothing left
+        work_.wait(lock, [this] {
+          return (head_ < queue_.size() && !abandoned_) || stopping_;
+        });
+        // Stopping with nothing left, or abandoned.
+        if (head_ == queue_.size() || abandoned_) break;
         if (take_all_) {
           if (head_ == 0) {
             taken.swap(queue_);
@@ -140,14 +201,27 @@ class ExecutePool {
         } catch (...) {
           stats_->CountException();
         }
+        if (reaper_ != nullptr) break;  // the wheel is being destroyed
       }
       const std::size_t ran = taken.size();
       taken.clear();
-      if (outstanding_.fetch_sub(ran, std::memory_order_acq_rel) == ran) {
-        outstanding_.notify_all();
-      }
+      Done(ran);
+      if (reaper_ != nullptr) break;
+    }
+    current_pool_ = nullptr;
+  }
+
+  // n submitted items have been run or dropped.
+  void Done(std::size_t n) {
+    if (n != 0 && outstanding_.fetch_sub(n, std::memory_order_acq_rel) == n) {
+      outstanding_.notify_all();
     }
   }
+
+  // The pool whose worker this thread is, and the Reaper its callback left.
+  static inline thread_local const ExecutePool* current_pool_ = nullptr;
+  static inline thread_local Reaper reaper_ = nullptr;
+  static inline thread_local void* reaper_arg_ = nullptr;
 
   const Callback* const execute_;
   const void* const owner_;
@@ -159,6 +233,7 @@ class ExecutePool {
   std::vector<Item> queue_;  // guarded by mu_; items before head_ are taken
   std::size_t head_ = 0;     // guarded by mu_
   bool stopping_ = false;    // guarded by mu_
+  bool abandoned_ = false;   // guarded by mu_: see Abandon
 
   alignas(64) std::atomic<std::uint64_t> outstanding_{0};  // submitted, not run
   std::vector<std::thread> threads_;
