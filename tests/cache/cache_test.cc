@@ -760,6 +760,29 @@ TEST(CacheC7, NoListenerCallAfterDestructionAndValuesAreDestroyed) {
   for (const auto& w : values) EXPECT_TRUE(w.expired());
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// A cache destroyed from its own listener: the listener's caller (here
+// Delete, for kExplicit; for kExpired the wheel's worker) is still working
+// on the cache, so ~Cache aborts with a message instead of freeing memory
+// in use. In a child process (plain build only: sanitizers and fork-based
+// death tests do not mix well).
+TEST(CacheC7, DestroyedFromItsOwnListenerAbortsWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        std::unique_ptr<IntCache> cache;
+        auto c =
+            IntCache::Create(Ttl(absl::Hours(1)),
+                             [&](int, int, RemovalCause) { cache.reset(); });
+        if (!c.ok()) std::_Exit(2);
+        cache = std::move(*c);
+        if (!cache->Set(1, 1).ok()) std::_Exit(3);
+        cache->Delete(1);
+      },
+      "Cache destroyed from its own removal listener");
+}
+#endif
+
 TEST(CacheC7, ExactlyOnceWithoutAListenerToo) {
   // No listener: removals still happen and are counted.
   auto ticker = std::make_shared<ManualTicker>();

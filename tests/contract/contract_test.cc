@@ -2572,6 +2572,26 @@ TEST(E12DestroyFromCallback, RealTimeWithTwoWorkersStartsNoCallbackAfter) {
   EXPECT_EQ(deaths.load(), kTimers + 1);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// From a Drain function the wheel cannot be destroyed safely (the Drain
+// call is still inside it): it aborts with a message. In a child process
+// (plain build only: sanitizers and fork-based death tests do not mix well).
+TEST(E12DestroyFromCallback, FromADrainFunctionAbortsWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto ticker = std::make_shared<ManualTicker>();
+        auto created = IntWheel::Create(ManualOptions(ticker), [](int, int) {});
+        if (!created.ok()) std::_Exit(2);
+        std::unique_ptr<IntWheel> wheel = std::move(*created);
+        if (!wheel->SetTimer(1, 1, kInterval).ok()) std::_Exit(3);
+        IntWheel* raw = wheel.get();
+        raw->Drain([&](int, int) { wheel.reset(); }).IgnoreError();
+      },
+      "destroyed from its own Drain function");
+}
+#endif
+
 // ---------------------------------------------------------------------------
 // E9 Memory follows the live set: after 200,000 timers are removed the loop
 // gives their memory back on its own, between ticks.

@@ -24,6 +24,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -134,8 +136,16 @@ class Cache {
 
   // Stops the wheel (waiting for a listener call in flight on it), then
   // destroys the values still present without calling the listener. After
-  // it returns no listener call runs. Must not run inside the listener.
+  // it returns no listener call runs. Not from inside this cache's own
+  // listener, whose caller is still working on the cache: that aborts with
+  // a message rather than freeing memory still in use.
   ~Cache() {
+    if (in_listener_of_ == this) {
+      std::fputs(
+          "timingwheel: a Cache destroyed from its own removal listener\n",
+          stderr);
+      std::abort();
+    }
     if (wheel_ != nullptr) wheel_->Stop().IgnoreError();
   }
 
@@ -623,10 +633,21 @@ class Cache {
   }
 
   void Notify(Removals& removals) {
+    if (removals.empty()) return;
+    // Marks this thread as inside this cache's listener (for ~Cache).
+    struct InListener {
+      explicit InListener(const Cache* cache)
+          : previous(std::exchange(in_listener_of_, cache)) {}
+      ~InListener() { in_listener_of_ = previous; }
+      const Cache* const previous;
+    } in_listener(this);
     for (auto& [k, v, cause] : removals) {
       listener_(std::move(k), std::move(v), cause);
     }
   }
+
+  // The cache whose listener this thread is running, if any.
+  static inline thread_local const Cache* in_listener_of_ = nullptr;
 
   const CacheOptions options_;
   const RemovalListener listener_;
