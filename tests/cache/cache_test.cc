@@ -693,6 +693,48 @@ TEST(CacheC6, LoadMayCallTheCache) {
   EXPECT_EQ(f.cache->size(), 3u);
 }
 
+// A load that asks for its own key, directly or through another key's load
+// on the same thread, would wait for itself: that inner call returns
+// FailedPrecondition (as Guava and Caffeine throw), the outer load goes on,
+// and while it runs other threads still wait for it, as for any load.
+TEST(CacheC6, ALoadAskingForItsOwnKeyFailsInsteadOfHanging) {
+  Fixture f(Ttl(absl::InfiniteDuration()));
+  absl::StatusCode direct = absl::StatusCode::kOk;
+  absl::StatusCode through_b = absl::StatusCode::kOk;
+  std::atomic<int> other_thread_value{0};
+  std::thread waiter;
+  auto r = f.cache->GetOrLoad("a", [&]() -> absl::StatusOr<int> {
+    direct = f.cache->GetOrLoad("a", [] { return absl::StatusOr<int>(9); })
+                 .status()
+                 .code();
+    // Another thread missing "a" now waits for this load, and gets its
+    // value.
+    waiter = std::thread([&] {
+      auto v = f.cache->GetOrLoad("a", [] { return absl::StatusOr<int>(8); });
+      other_thread_value.store(v.ok() ? *v : -1);
+    });
+    auto b = f.cache->GetOrLoad("b", [&]() -> absl::StatusOr<int> {
+      through_b = f.cache->GetOrLoad("a", [] { return absl::StatusOr<int>(7); })
+                      .status()
+                      .code();
+      return 2;
+    });
+    EXPECT_EQ(b.value(), 2);
+    // The waiter cannot finish before this load does: let it block first.
+    absl::SleepFor(absl::Milliseconds(20));
+    EXPECT_EQ(other_thread_value.load(), 0);
+    return 1;
+  });
+  waiter.join();
+  EXPECT_EQ(r.value(), 1);
+  EXPECT_EQ(direct, absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(through_b, absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.cache->Get("a"), 1);
+  EXPECT_EQ(f.cache->Get("b"), 2);
+  EXPECT_EQ(other_thread_value.load(), 1);
+  EXPECT_EQ(f.cache->stats().loads, 2u);
+}
+
 // ---- C7 listener
 // --------------------------------------------------------------
 

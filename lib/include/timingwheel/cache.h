@@ -33,6 +33,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -228,8 +229,10 @@ class Cache {
   // the loaded value goes to the listener as kReplaced; an error is
   // returned to every waiter and not stored; an exception from load
   // becomes Internal for every waiter. No lock is held
-  // while load runs, so it may call the cache, on other keys (asking for its
-  // own key would wait for itself). InvalidArgument for an empty load. Cost: a
+  // while load runs, so it may call the cache; a GetOrLoad of its own key
+  // from it (or from a load it leads to, on the same thread) returns
+  // FailedPrecondition rather than wait for itself. InvalidArgument for an
+  // empty load. Cost: a
   // hit costs as Get; a miss adds a flight record (one allocation) and a Set.
   absl::StatusOr<V> GetOrLoad(const K& key, const Loader& load) {
     if (!load) return absl::InvalidArgumentError("load is empty");
@@ -244,7 +247,14 @@ class Cache {
       auto [it, inserted] = s.flights.try_emplace(key);
       if (inserted) {
         it->second = std::make_shared<internal::CacheFlight<V>>();
+        it->second->leader = std::this_thread::get_id();
         leader = true;
+      } else if (it->second->leader == std::this_thread::get_id()) {
+        // Called from this key's own load(), directly or through other
+        // keys' loads: waiting would wait for itself (Guava and Caffeine
+        // throw IllegalStateException here).
+        return absl::FailedPreconditionError(
+            "GetOrLoad: the load() of this key asked for the same key");
       }
       flight = it->second;
     }

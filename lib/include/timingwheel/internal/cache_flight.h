@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -41,6 +42,9 @@ class CacheFlight {
   // the listener (kReplaced) but is not stored. Read and written under the
   // cache shard's mutex only.
   bool superseded = false;
+  // The thread running load(): a GetOrLoad of the same key on it would wait
+  // for itself. Read and written under the cache shard's mutex only.
+  std::thread::id leader;
 
  private:
   std::mutex mu_;
