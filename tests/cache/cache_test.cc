@@ -825,6 +825,50 @@ TEST(CacheC7, DestroyedFromItsOwnListenerAbortsWithAMessage) {
 }
 #endif
 
+// A listener that throws: each exception is caught and counted; every
+// removal is still told (the next ones of a Clear, the rest of an expiring
+// bucket), the calls that removed them return normally, and the entries are
+// gone.
+TEST(CacheC7, AThrowingListenerIsCaughtAndTheOthersAreStillTold) {
+  auto ticker = std::make_shared<ManualTicker>();
+  CacheOptions o;
+  o.ttl = absl::InfiniteDuration();
+  o.wheel.interval = kInterval;
+  o.wheel.ticker = ticker;
+  std::mutex mu;
+  std::vector<std::pair<int, RemovalCause>> told;
+  auto c = IntCache::Create(o, [&](int key, int, RemovalCause cause) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      told.emplace_back(key, cause);
+    }
+    throw std::runtime_error("listener failed");
+  });
+  ASSERT_TRUE(c.ok());
+  IntCache& cache = **c;
+  for (int k = 0; k < 4; ++k) ASSERT_TRUE(cache.Set(k, k).ok());
+  EXPECT_TRUE(cache.Delete(0));
+  ASSERT_TRUE(cache.Set(1, 10).ok());  // replaces: kReplaced
+  cache.Clear();                       // 1, 2, 3: kExplicit
+  for (int k = 10; k < 13; ++k) {
+    ASSERT_TRUE(cache.Set(k, k, kInterval).ok());
+  }
+  ticker->Tick(2);  // one bucket, three expiries
+  EXPECT_EQ(cache.size(), 0u);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(told.size(), 8u);
+  EXPECT_EQ(told[0], std::make_pair(0, RemovalCause::kExplicit));
+  EXPECT_EQ(told[1], std::make_pair(1, RemovalCause::kReplaced));
+  int expired = 0;
+  for (std::size_t i = 5; i < told.size(); ++i) {
+    expired += told[i].second == RemovalCause::kExpired;
+  }
+  EXPECT_EQ(expired, 3);
+  const CacheStats st = cache.stats();
+  EXPECT_EQ(st.listener_exceptions, 8u);
+  EXPECT_EQ(st.expired, 3u);
+}
+
 TEST(CacheC7, ExactlyOnceWithoutAListenerToo) {
   // No listener: removals still happen and are counted.
   auto ticker = std::make_shared<ManualTicker>();

@@ -76,6 +76,9 @@ struct CacheStats {
   std::uint64_t loads = 0, load_failures = 0;  // GetOrLoad's load() calls
   std::uint64_t expired = 0, evicted = 0;      // removals by kExpired, kSize
   std::size_t size = 0;                        // entries present
+  // Extension: exceptions thrown by the removal listener (each caught; the
+  // value still counts as gone, and the other removals are still told).
+  std::uint64_t listener_exceptions = 0;
 };
 
 // A thread-safe keyed cache with time to live, a size bound and load-once.
@@ -346,6 +349,8 @@ class Cache {
     }
     st.loads = loads_.load(std::memory_order_relaxed);
     st.load_failures = load_failures_.load(std::memory_order_relaxed);
+    st.listener_exceptions =
+        listener_exceptions_.load(std::memory_order_relaxed);
     return st;
   }
 
@@ -652,7 +657,13 @@ class Cache {
       const Cache* const previous;
     } in_listener(this);
     for (auto& [k, v, cause] : removals) {
-      listener_(std::move(k), std::move(v), cause);
+      // One listener's exception must not cost the next removal its call,
+      // nor escape from a Set or Delete that has already done its work.
+      try {
+        listener_(std::move(k), std::move(v), cause);
+      } catch (...) {
+        listener_exceptions_.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
 
@@ -667,6 +678,7 @@ class Cache {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::int64_t interval_ns_ = 1;  // the wheel's interval: a bucket's width
   std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
+  std::atomic<std::uint64_t> listener_exceptions_{0};
   std::unique_ptr<Wheel> wheel_;  // last: stopped first, by ~Cache
 };
 
