@@ -231,12 +231,11 @@ class Cache {
   // ran: the later write wins (the loaded value may be older than it), and
   // the loaded value goes to the listener as kReplaced; an error is
   // returned to every waiter and not stored; an exception from load
-  // becomes Internal for every waiter. No lock is held
-  // while load runs, so it may call the cache; a GetOrLoad of its own key
-  // from it (or from a load it leads to, on the same thread) returns
-  // FailedPrecondition rather than wait for itself. InvalidArgument for an
-  // empty load. Cost: a
-  // hit costs as Get; a miss adds a flight record (one allocation) and a Set.
+  // becomes Internal for every waiter. No lock is held while load runs, so
+  // it may call the cache; a GetOrLoad of its own key from it (or from a
+  // load it leads to, on the same thread) returns FailedPrecondition rather
+  // than wait for itself. InvalidArgument for an empty load. Cost: a hit
+  // costs as Get; a miss adds a flight record (one allocation) and a Set.
   absl::StatusOr<V> GetOrLoad(const K& key, const Loader& load) {
     if (!load) return absl::InvalidArgumentError("load is empty");
     const Hashed h = HashOf(key);
