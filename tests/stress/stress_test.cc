@@ -475,14 +475,21 @@ void WaitUntilEmpty(Harness& h) {
   }
 }
 
-TEST(Stress, MixedOpsEndExactlyOnce) {
-  Harness h(kProducers * kKeysPerProducer, StressOptions());
-  RunProducers(h, 2000, Allowed{});
+// Waits until nothing is pending, stops the wheel, and checks every logged
+// call, and the stats, against the ledger.
+Outcomes StopWhenEmptyAndVerify(Harness& h) {
   WaitUntilEmpty(h);
-  ASSERT_TRUE(h.Stop().ok());
+  EXPECT_TRUE(h.Stop().ok());
   h.MarkStoppedForCallbacks();
   const Outcomes o = h.Verify();
   h.VerifyStats(o);
+  return o;
+}
+
+TEST(Stress, MixedOpsEndExactlyOnce) {
+  Harness h(kProducers * kKeysPerProducer, StressOptions());
+  RunProducers(h, 2000, Allowed{});
+  const Outcomes o = StopWhenEmptyAndVerify(h);
   EXPECT_GT(o.fired, 0);
   EXPECT_GT(o.destroyed, 0);
   RecordProperty("accepted", o.accepted);
@@ -517,11 +524,7 @@ TEST(Stress, IndexGrowthDuringAFastFillEndsExactlyOnce) {
     });
   }
   for (std::thread& t : threads) t.join();
-  WaitUntilEmpty(h);
-  ASSERT_TRUE(h.Stop().ok());
-  h.MarkStoppedForCallbacks();
-  const Outcomes o = h.Verify();
-  h.VerifyStats(o);
+  const Outcomes o = StopWhenEmptyAndVerify(h);
   EXPECT_EQ(o.accepted, kThreads * kPerThread);
   EXPECT_GT(o.fired, kThreads * kPerThread / 2);
   EXPECT_GT(o.removed, 0);
@@ -590,11 +593,7 @@ TEST(Stress, DrainRacingProducers) {
   RunProducers(h, 2000, Allowed{});
   done.store(true);
   drainer.join();
-  WaitUntilEmpty(h);
-  ASSERT_TRUE(h.Stop().ok());
-  h.MarkStoppedForCallbacks();
-  const Outcomes o = h.Verify();
-  h.VerifyStats(o);
+  const Outcomes o = StopWhenEmptyAndVerify(h);
   EXPECT_GT(o.drained, 0);
   RecordProperty("drained", o.drained);
 }
@@ -636,11 +635,7 @@ TEST(Stress, ThrowingBlockingAndRearmingCallbacks) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_EQ(chains_done.load(), kRearmKeys);
-  WaitUntilEmpty(h);
-  ASSERT_TRUE(h.Stop().ok());
-  h.MarkStoppedForCallbacks();
-  const Outcomes o = h.Verify();
-  h.VerifyStats(o);
+  const Outcomes o = StopWhenEmptyAndVerify(h);
   EXPECT_GE(o.fired, kRearmKeys * kChain);
   EXPECT_GT(thrown.load(), 0);
   EXPECT_EQ(h.wheel().stats().callback_exceptions,
@@ -692,11 +687,7 @@ TEST(Stress, MaxPendingFlood) {
   // Bursts of 8 calls against a bound of 2 (some refused for sure), with
   // pauses in which the loop drains (some accepted for sure).
   RunProducers(h, 2500, Allowed{.resource_exhausted = true}, /*pause=*/true);
-  WaitUntilEmpty(h);
-  ASSERT_TRUE(h.Stop().ok());
-  h.MarkStoppedForCallbacks();
-  const Outcomes o = h.Verify();
-  h.VerifyStats(o);
+  const Outcomes o = StopWhenEmptyAndVerify(h);
   EXPECT_GT(o.accepted, 0);
   EXPECT_GT(o.refused, 0);
   RecordProperty("refused_sets", o.refused);
