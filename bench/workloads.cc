@@ -5,6 +5,7 @@
 //
 //   workloads [--only=w1,w5,w8,drain] [--n=1000000] [--seconds=5] [--json]
 //             [--w6_spread_seconds=10] [--w8_n=4000000] [--w8_seconds=10]
+//             [--w8_lag_ms=1]
 //             [--w9_n=5000000]
 //             [--w9_chunk=100000] [--w9_idle_seconds=10] [--commit=<git rev>]
 //
@@ -73,6 +74,7 @@ struct Config {
   double w6_spread_seconds = 10;  // W6-spread's window (peers.md: 10 s)
   double w8_seconds = 10;         // W8's window after the filling
   bool w8_presized = false;       // W8 with Options::expected_timers = w8_n
+  double w8_lag_ms = 1;           // W8-lag's Options::max_lag
   // W5-lag's variants, for telling its lateness apart: expected_timers = n,
   // and how a refused caller waits before retrying (0: a yield, as
   // peers.md defines W5; else a sleep of that many microseconds).
@@ -98,8 +100,9 @@ Config ParseFlags(int argc, char** argv) {
   support::Flags flags(
       "Runs the workloads W1-W9 of docs/peers.md and prints one JSON line per "
       "result.");
-  flags.Add("only", &only,
-            "comma-separated workloads to run (w1,...,w9,w5-lag,drain; all)");
+  flags.Add(
+      "only", &only,
+      "comma-separated workloads to run (w1,...,w9,w5-lag,w8-lag,drain; all)");
   flags.Add("n", &c.n, "timers per workload W1-W7 and drain");
   flags.Add("seconds", &c.seconds, "W6 and W7 measurement window in seconds");
   flags.Add("w6_spread_seconds", &c.w6_spread_seconds,
@@ -108,6 +111,7 @@ Config ParseFlags(int argc, char** argv) {
   flags.Add("w8_seconds", &c.w8_seconds, "W8 window after the filling");
   flags.Add("w8_presized", &c.w8_presized,
             "W8 with Options::expected_timers = w8_n (no index growth)");
+  flags.Add("w8_lag_ms", &c.w8_lag_ms, "W8-lag's Options::max_lag in ms");
   flags.Add("w5_lag_presized", &c.w5_lag_presized,
             "W5-lag with Options::expected_timers = n (no index growth)");
   flags.Add("w5_retry_sleep_us", &c.w5_retry_sleep_us,
@@ -132,6 +136,7 @@ Config ParseFlags(int argc, char** argv) {
   c.w8_n = std::max<std::int64_t>(1, c.w8_n);
   c.w6_spread_seconds = std::max(0.1, c.w6_spread_seconds);
   c.w8_seconds = std::max(0.1, c.w8_seconds);
+  c.w8_lag_ms = std::max(0.001, c.w8_lag_ms);
   c.w9_n = std::max<std::int64_t>(1, c.w9_n);
   c.w9_chunk = std::max<std::int64_t>(1, c.w9_chunk);
   c.w9_idle_seconds = std::max(0.0, c.w9_idle_seconds);
@@ -1051,16 +1056,25 @@ int RunW8Child(const Config& flags) {
 // W8 mixed: a 1 ms wheel of 512 slots filled from one producer with N
 // timers of W8Delay, then left alone for --w8_seconds while the early ones
 // come due. Reports the applied rate of the filling; RSS per timer of the
-// same filling in a fresh process (this one's heap is prefaulted, see main);
+// same filling in a fresh process (this one's heap is prefaulted, see main;
+// W8-lag skips it, its filling holds the same timers);
 // and, for the window, process CPU per timer fired in it (with the loop
 // thread's and the execute worker's shares apart), and the lateness, early
 // and twice counts of those timers. Keys are spread (Mix); the value is the
 // timer's index, which the probe logs.
-void RunW8(const Context& ctx, const char* self) {
+//
+// W8-lag: the same with Options::max_lag = `max_lag`. A refused call is
+// retried after a yield, as in W5-lag, and its deadline counts from the
+// accepted call: the producer is held to the loop's pace, so the timers due
+// early in the window are not queued behind the rest of the filling.
+void RunW8(const Context& ctx, const char* self,
+           absl::Duration max_lag = absl::ZeroDuration()) {
   const std::int64_t n = ctx.flags.w8_n;
   const double window = ctx.flags.w8_seconds;
+  const bool lag = max_lag > absl::ZeroDuration();
   const std::vector<std::int64_t> rss =
-      RunFreshProcess(self, "--w8_child --w8_n=" + std::to_string(n), 3);
+      lag ? std::vector<std::int64_t>{}
+          : RunFreshProcess(self, "--w8_child --w8_n=" + std::to_string(n), 3);
   const std::int64_t rss_delta = rss.empty() ? 0 : rss[1] - rss[0];
   const std::int64_t rss_pending = rss.empty() ? 0 : rss[2];
 
@@ -1074,17 +1088,25 @@ void RunW8(const Context& ctx, const char* self) {
   auto wheel = MakeWheel(
       absl::Milliseconds(1), 512, 1,
       [&recorder](std::uint64_t, std::uint64_t i) { recorder.Record(i); },
-      ctx.flags.w8_presized ? n : 0);
+      ctx.flags.w8_presized ? n : 0, max_lag);
 
-  std::int64_t errors = 0;
+  std::int64_t errors = 0, refusals = 0;
   const double producer_cpu0 = ThreadCpuSeconds();
   const Clock::time_point start = Clock::now();
   for (std::int64_t i = 0; i < n; ++i) {
-    // As in W5: the deadline from a time read before the call, so that
-    // "early" can only under-report lateness, never invent earliness.
-    deadline_ns[i] = MonoNanos() + absl::ToInt64Nanoseconds(delay[i]);
     const auto id = static_cast<std::uint64_t>(i);
-    if (!wheel->SetTimer(Mix(id), id, delay[i]).ok()) ++errors;
+    for (;;) {
+      // As in W5: the deadline from a time read before the call, so that
+      // "early" can only under-report lateness, never invent earliness.
+      deadline_ns[i] = MonoNanos() + absl::ToInt64Nanoseconds(delay[i]);
+      const absl::Status st = wheel->SetTimer(Mix(id), id, delay[i]);
+      if (!absl::IsResourceExhausted(st)) {
+        if (!st.ok()) ++errors;
+        break;
+      }
+      ++refusals;
+      std::this_thread::yield();
+    }
   }
   const Clock::time_point submitted = Clock::now();
   const double producer_cpu = ThreadCpuSeconds() - producer_cpu0;
@@ -1117,9 +1139,11 @@ void RunW8(const Context& ctx, const char* self) {
     return f.fired > 0 ? cpu_seconds * 1e6 / f.fired : NAN;
   };
   Json j;
-  j.Add("workload", "W8")
+  j.Add("workload", lag ? "W8-lag" : "W8")
       .Add("name", ctx.flags.w8_presized ? "mixed presized" : "mixed")
       .Add("presized", ctx.flags.w8_presized ? 1 : 0)
+      .Add("max_lag_ms", absl::ToDoubleMilliseconds(max_lag))
+      .Add("refusals", refusals)
       .Add("n", n)
       .Add("interval_ms", 1)
       .Add("slots", 512)
@@ -1130,7 +1154,8 @@ void RunW8(const Context& ctx, const char* self) {
       .Add("enqueue_ops_per_s", n / Seconds(start, submitted))
       .Add("producer_cpu_ns_per_op", producer_cpu * 1e9 / n)
       .Add("errors", errors)
-      .Add("rss_bytes_per_timer", static_cast<double>(rss_delta) / n)
+      .Add("rss_bytes_per_timer",
+           lag ? NAN : static_cast<double>(rss_delta) / n)
       .Add("rss_bytes_per_pending",
            rss_pending > 0 ? static_cast<double>(rss_delta) / rss_pending : NAN)
       .Add("rss_delta_bytes", rss_delta)
@@ -1155,17 +1180,22 @@ void RunW8(const Context& ctx, const char* self) {
       .Add("fired_twice", f.twice)
       .Add("stray", f.stray);
   ctx.results.Print(
-      j, absl::StrFormat(
-             "W8 mixed, %" PRId64
-             " timers over 10 ms-24 h: %.2f M/s applied; %.1f B RSS per timer "
-             "(fresh process); next %.1f s: %" PRId64
-             " fired, %.2f us process CPU per fired (loop %.2f us, tid %ld; "
-             "worker %.2f us), lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
-             "early %" PRId64 ", twice %" PRId64,
-             n, n / set_secs / 1e6, static_cast<double>(rss_delta) / n, secs,
-             f.fired, us_per_fired(process_cpu), us_per_fired(loop_ns / 1e9),
-             loop_tid, us_per_fired(worker_ns / 1e9), f.LateMs(0.5),
-             f.LateMs(0.99), f.MaxLateMs(), f.early, f.twice));
+      j,
+      absl::StrFormat(
+          "%s mixed, %" PRId64
+          " timers over 10 ms-24 h%s: %.2f M/s applied (%" PRId64
+          " refusals retried); %.1f B RSS per timer "
+          "(fresh process); next %.1f s: %" PRId64
+          " fired, %.2f us process CPU per fired (loop %.2f us, tid %ld; "
+          "worker %.2f us), lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+          "early %" PRId64 ", twice %" PRId64,
+          lag ? "W8-lag" : "W8", n,
+          lag ? absl::StrCat(", max_lag ", absl::FormatDuration(max_lag)) : "",
+          n / set_secs / 1e6, refusals,
+          lag ? NAN : static_cast<double>(rss_delta) / n, secs, f.fired,
+          us_per_fired(process_cpu), us_per_fired(loop_ns / 1e9), loop_tid,
+          us_per_fired(worker_ns / 1e9), f.LateMs(0.5), f.LateMs(0.99),
+          f.MaxLateMs(), f.early, f.twice));
 }
 
 // ------------------------------------------------------------------ W9 --
@@ -1361,6 +1391,9 @@ int main(int argc, char** argv) {
   if (Wanted(flags, "w6")) RunW6(ctx);
   if (Wanted(flags, "w7")) RunW7(ctx);
   if (Wanted(flags, "w8")) RunW8(ctx, self);
+  if (Wanted(flags, "w8-lag")) {
+    RunW8(ctx, self, /*max_lag=*/absl::Milliseconds(flags.w8_lag_ms));
+  }
   if (Wanted(flags, "w9")) RunW9(ctx, self);
   if (Wanted(flags, "drain")) RunDrain(ctx);
   return 0;
