@@ -2183,6 +2183,44 @@ TEST(Types, ConcurrentManualTicksAreSerialized) {
   }
 }
 
+// Serialized means a whole call, callbacks included (Tick's (c)), goes
+// before the next one starts: with two execute workers, the tick a second
+// thread asks for while the first Tick's callback still runs must not fire
+// its timer on the idle worker. Ticks merely counted one by one, or
+// serialized up to their processing only, would start key 2 at once.
+TEST(Types, ConcurrentManualTickStartsAfterTheOtherCallsCallbacks) {
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options = ManualOptions(ticker);
+  options.execute_workers = 2;
+  Event first_started, second_started;
+  std::atomic<bool> overlapped{true};  // set by key 1's callback as it ends
+  auto wheel = IntWheel::Create(options, [&](int key, int) {
+    if (key == 2) {
+      second_started.Notify();
+      return;
+    }
+    first_started.Notify();
+    // Long enough for the second Tick to be called and, were it not held
+    // back, for its callback to start on the other worker.
+    overlapped.store(second_started.WaitFor(absl::Milliseconds(300)));
+  });
+  ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE((*wheel)->SetTimer(1, 1, 2 * kInterval).ok());
+  ASSERT_TRUE((*wheel)->SetTimer(2, 2, 3 * kInterval).ok());
+  // A Tick waits only for its own thread's commands: this one makes sure
+  // the Sets are applied before the other threads tick.
+  ticker->Tick();
+  std::thread first([&] { ticker->Tick(); });
+  const bool first_ran = first_started.WaitFor(kHangGuard);
+  std::thread second([&] { ticker->Tick(); });
+  first.join();
+  second.join();
+  ASSERT_TRUE(first_ran);
+  EXPECT_FALSE(overlapped.load());
+  EXPECT_TRUE(second_started.WaitFor(absl::ZeroDuration()));
+  EXPECT_EQ((*wheel)->stats().ticks, 3u);
+}
+
 TEST(Types, MoveOnlyValues) {
   using W = TimingWheel<int, std::unique_ptr<std::string>>;
   auto ticker = std::make_shared<ManualTicker>();
