@@ -22,10 +22,9 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -119,6 +118,7 @@ class Cache {
       return absl::ResourceExhaustedError("out of memory creating the cache");
     }
     Cache* self = cache.get();
+    std::shared_ptr<BucketGate> gate = cache->gate_;
     // The cache's wheel is never refused for room or for lag: a refused
     // re-file of a slid entry (in OnBucket) would have to expire it early
     // or lose its timer, and a refused bucket would fail a Set. Its
@@ -127,10 +127,19 @@ class Cache {
     Options wheel_options = options.wheel;
     wheel_options.max_pending = 0;
     wheel_options.max_lag = absl::ZeroDuration();
-    auto wheel = Wheel::Create(wheel_options,
-                               [self](BucketKey bucket, std::uint32_t shard) {
-                                 self->OnBucket(bucket.first, shard);
-                               });
+    auto wheel = Wheel::Create(
+        wheel_options, [self, gate](BucketKey bucket, std::uint32_t shard) {
+          if (!gate->Enter()) return;
+          struct Leave {
+            BucketGate& gate;
+            const Cache* const outer;
+            ~Leave() {
+              in_bucket_of_ = outer;
+              gate.Leave();
+            }
+          } leave{*gate, std::exchange(in_bucket_of_, self)};
+          self->OnBucket(bucket.first, shard);  // may destroy *self (~Cache)
+        });
     if (!wheel.ok()) return wheel.status();
     cache->interval_ns_ = std::max<std::int64_t>(
         1, absl::ToInt64Nanoseconds(options.wheel.interval));
@@ -138,18 +147,21 @@ class Cache {
     return cache;
   }
 
-  // Stops the wheel (waiting for a listener call in flight on it), then
-  // destroys the values still present without calling the listener. After
-  // it returns no listener call runs. Not from inside this cache's own
-  // listener, whose caller is still working on the cache: that aborts with
-  // a message rather than freeing memory still in use.
+  // Stops the wheel (waiting for the wheel's listener calls in flight on
+  // other threads), then destroys the values still present without calling
+  // the listener. After it returns no listener call starts. It may be
+  // called from this cache's own listener: the call that removed the value
+  // then returns without touching the cache again, and the removals it had
+  // not yet told are destroyed untold, like the values still present.
   ~Cache() {
-    if (in_listener_of_ == this) {
-      std::fputs(
-          "timingwheel: a Cache destroyed from its own removal listener\n",
-          stderr);
-      std::abort();
+    for (ListenerFrame* f = listener_frames_; f != nullptr; f = f->outer) {
+      if (f->cache == this) f->destroyed = true;
     }
+    // From a listener inside this thread's OnBucket, that call is ours and
+    // returns untouched; any other must end before the memory goes.
+    gate_->Close(in_bucket_of_ == this ? 1 : 0);
+    // Refused inside the wheel's own callback; destroying it there returns
+    // at once all the same (api.md E12).
     if (wheel_ != nullptr) wheel_->Stop().IgnoreError();
   }
 
@@ -193,7 +205,7 @@ class Cache {
       SupersedeLoadLocked(s, key);
       status = SetLocked(s, std::move(key), std::move(value), ttl, h, removals);
     }
-    Notify(removals);
+    Notify(removals);  // may have destroyed the cache: touch nothing after
     return status;
   }
   template <typename Rep, typename Period>
@@ -221,7 +233,7 @@ class Cache {
                      removals);
       }
     }
-    Notify(removals);
+    Notify(removals);  // may have destroyed the cache: touch nothing after
     return present;
   }
 
@@ -291,7 +303,7 @@ class Cache {
       }
     }
     flight->Finish(result);
-    Notify(removals);
+    Notify(removals);  // may have destroyed the cache: touch nothing after
     return result;
   }
 
@@ -323,7 +335,7 @@ class Cache {
         s.size.store(0, std::memory_order_relaxed);
         MaybeRelease(s);
       }
-      Notify(removals);
+      if (Notify(removals)) return;  // destroyed from the listener
     }
   }
 
@@ -376,7 +388,10 @@ class Cache {
   static constexpr std::size_t kMinShardCapacity = 128;
 
   Cache(const CacheOptions& options, RemovalListener on_removal)
-      : options_(options), listener_(std::move(on_removal)) {
+      : options_(options),
+        listener_(on_removal ? std::make_shared<const RemovalListener>(
+                                   std::move(on_removal))
+                             : nullptr) {
     int bits = kMaxShardBits;
     if (options.max_entries != 0) {
       bits = 0;
@@ -642,35 +657,87 @@ class Cache {
           if (b.ok()) File(s, i, *b);
         }
       }
-      Notify(removals);
+      if (Notify(removals)) return;  // destroyed from the listener
     }
   }
 
-  void Notify(Removals& removals) {
-    if (removals.empty()) return;
-    // Marks this thread as inside this cache's listener (for ~Cache).
-    struct InListener {
-      explicit InListener(const Cache* cache)
-          : previous(std::exchange(in_listener_of_, cache)) {}
-      ~InListener() { in_listener_of_ = previous; }
-      const Cache* const previous;
-    } in_listener(this);
+  // Tells the listener of each removal, outside every lock. Returns true
+  // if the cache was destroyed from inside one of those calls: the rest are
+  // not told (their values die with `removals`, as ~Cache destroys the
+  // values still present), and the caller must not touch the cache again.
+  bool Notify(Removals& removals) {
+    if (removals.empty()) return false;
+    // Our own reference: destroying the cache from the listener must not
+    // destroy the callable that is running.
+    const std::shared_ptr<const RemovalListener> listener = listener_;
+    ListenerFrame frame{this, listener_frames_};
+    listener_frames_ = &frame;
     for (auto& [k, v, cause] : removals) {
       // One listener's exception must not cost the next removal its call,
       // nor escape from a Set or Delete that has already done its work.
       try {
-        listener_(std::move(k), std::move(v), cause);
+        (*listener)(std::move(k), std::move(v), cause);
       } catch (...) {
-        listener_exceptions_.fetch_add(1, std::memory_order_relaxed);
+        if (!frame.destroyed) {
+          listener_exceptions_.fetch_add(1, std::memory_order_relaxed);
+        }
       }
+      if (frame.destroyed) break;
     }
+    listener_frames_ = frame.outer;
+    return frame.destroyed;
   }
 
-  // The cache whose listener this thread is running, if any.
-  static inline thread_local const Cache* in_listener_of_ = nullptr;
+  // A listener call in progress on this thread (innermost first: a listener
+  // may call another cache, or this one). ~Cache marks the frames of the
+  // cache it destroys, and their Notify stops there.
+  struct ListenerFrame {
+    const Cache* cache;
+    ListenerFrame* outer;
+    bool destroyed = false;
+  };
+  static inline thread_local ListenerFrame* listener_frames_ = nullptr;
+
+  // The wheel's callbacks pass through it before touching the cache, and
+  // ~Cache closes it: a callback another wheel worker has already taken
+  // either finishes before the cache's memory goes or finds it closed and
+  // touches nothing. Shared with the wheel's callback, which may outlive
+  // the cache (a wheel destroyed from its own callback is torn down after
+  // the callback returns).
+  class BucketGate {
+   public:
+    // False once closed: the callback must not touch the cache.
+    bool Enter() {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closed_) return false;
+      ++running_;
+      return true;
+    }
+    void Leave() {
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+      idle_.notify_all();
+    }
+    // Closes the gate, then waits until only `ours` callbacks (those of the
+    // calling thread) are still inside.
+    void Close(int ours) {
+      std::unique_lock<std::mutex> lock(mu_);
+      closed_ = true;
+      idle_.wait(lock, [&] { return running_ == ours; });
+    }
+
+   private:
+    std::mutex mu_;
+    std::condition_variable idle_;
+    int running_ = 0;      // guarded by mu_
+    bool closed_ = false;  // guarded by mu_
+  };
+  // The cache whose OnBucket this thread (a wheel worker) is running.
+  static inline thread_local const Cache* in_bucket_of_ = nullptr;
 
   const CacheOptions options_;
-  const RemovalListener listener_;
+  // Null without a listener. Shared with each Notify (see there).
+  const std::shared_ptr<const RemovalListener> listener_;
   Hash hash_;
   Eq eq_;
   int shard_bits_ = 0;
@@ -678,6 +745,7 @@ class Cache {
   std::int64_t interval_ns_ = 1;  // the wheel's interval: a bucket's width
   std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
   std::atomic<std::uint64_t> listener_exceptions_{0};
+  const std::shared_ptr<BucketGate> gate_ = std::make_shared<BucketGate>();
   std::unique_ptr<Wheel> wheel_;  // last: stopped first, by ~Cache
 };
 
