@@ -64,7 +64,8 @@ def main():
         for fig in FIGURES:
             if fig == "seconds" and line.get("workload") != "drain":
                 continue
-            if fig in line:
+            # null: a figure the run does not have (W8-lag's RSS).
+            if line.get(fig) is not None:
                 rows.setdefault((key_of(line), fig), {}).setdefault(
                     build, []).append(line[fig])
     print("| workload | figure | " + " | ".join(builds) + " |")
