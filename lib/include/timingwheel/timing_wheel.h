@@ -129,12 +129,13 @@ class TimingWheel {
 
   // Stops the wheel (see Stop) and drops the timers that never fired. From
   // another thread it returns after every callback in flight has returned.
-  // From one of this wheel's own execute callbacks (which it cannot wait
-  // for) it returns at once: no callback starts afterwards (one another
-  // worker has already taken may still run), the fired timers not yet run
-  // are dropped, and the threads end and the memory goes once the calling
-  // callback returns. Not from a Drain function: that aborts (Drain's
-  // caller is still inside the wheel).
+  // From one of this wheel's own execute callbacks or Drain functions
+  // (which it cannot wait for) it returns at once: no callback or Drain
+  // function starts afterwards (one another worker has already taken may
+  // still run), the fired timers not yet run and the drained entries not
+  // yet handed out are dropped, and the threads end and the memory goes
+  // once the calling callback returns (for a Drain function: once the
+  // Drain call running it returns).
   ~TimingWheel() {
     if (loop_ != nullptr && loop_->InOwnCallback()) {
       Loop::DestroyFromCallback(std::move(loop_));

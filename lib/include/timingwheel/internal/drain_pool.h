@@ -65,6 +65,11 @@ class DrainPool {
     job_ = nullptr;
   }
 
+  // No fn starts after this returns (but one a worker is already starting),
+  // and the entries left are not handed out: the Drain caller drops them.
+  // For a wheel destroyed from its own Drain function.
+  void Abandon() { abandoned_.store(true, std::memory_order_relaxed); }
+
   // Joins the threads. Idempotent; not from a drain worker.
   void Shutdown() {
     std::lock_guard<std::mutex> no_run(run_mu_);
@@ -135,6 +140,7 @@ class DrainPool {
         continue;  // begin now holds the current cursor
       }
       for (std::size_t i = begin; i < begin + run; ++i) {
+        if (abandoned_.load(std::memory_order_relaxed)) return;
         try {
           (*job.fn)(std::move(entries[i].first), std::move(entries[i].second));
         } catch (...) {
@@ -153,12 +159,13 @@ class DrainPool {
   std::vector<std::thread> threads_;  // started under run_mu_
 
   std::mutex mu_;
-  std::condition_variable work_;  // workers: a new job, or stopping
-  std::condition_variable done_;  // Run: every worker left the job
-  Job* job_ = nullptr;            // guarded by mu_
-  std::uint64_t generation_ = 0;  // guarded by mu_; one per job
-  std::size_t busy_ = 0;          // guarded by mu_; workers in the job
-  bool stopping_ = false;         // guarded by mu_
+  std::condition_variable work_;        // workers: a new job, or stopping
+  std::condition_variable done_;        // Run: every worker left the job
+  Job* job_ = nullptr;                  // guarded by mu_
+  std::uint64_t generation_ = 0;        // guarded by mu_; one per job
+  std::size_t busy_ = 0;                // guarded by mu_; workers in the job
+  bool stopping_ = false;               // guarded by mu_
+  std::atomic<bool> abandoned_{false};  // see Abandon
 };
 
 }  // namespace internal

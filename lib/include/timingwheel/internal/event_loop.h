@@ -7,8 +7,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -75,24 +73,26 @@ class EventLoop final : public TickSink {
   // drain).
   bool InOwnCallback() const { return CallbackScope::InCallbackOf(Owner()); }
 
-  // Destroys `loop` from inside one of its own execute callbacks, where it
-  // cannot wait for itself: no callback starts after this returns (one a
-  // worker has already taken may still run), the fired timers not yet run
-  // are dropped, and the rest (joining the threads, dropping the pending
-  // timers, freeing everything) happens on this worker once the callback
-  // returns, as ~EventLoop would do it. From a drain function, whose
-  // Drain caller is still inside the wheel, it aborts with a message.
+  // Destroys `loop` from inside one of its own callbacks, where it cannot
+  // wait for itself: no callback or drain function starts after this
+  // returns (one a worker has already taken may still run), the fired
+  // timers not yet run and the drained entries not yet handed out are
+  // dropped, and the rest (joining the threads, dropping the pending
+  // timers, freeing everything) happens as ~EventLoop would do it: from an
+  // execute callback on this worker once the callback returns; from a
+  // drain function in the Drain call running it (the last, if several),
+  // once its functions have returned.
   static void DestroyFromCallback(std::unique_ptr<EventLoop> loop) {
-    if (!loop->execute_pool_.OnWorkerThread()) {
-      std::fputs(
-          "timingwheel: a wheel destroyed from its own Drain function; "
-          "the Drain call is still running on it\n",
-          stderr);
-      std::abort();
-    }
     loop->execute_pool_.Abandon();
-    ExecutePool<K, V>::AfterCallback(
-        [](void* p) { delete static_cast<EventLoop*>(p); }, loop.release());
+    if (loop->execute_pool_.OnWorkerThread()) {
+      ExecutePool<K, V>::AfterCallback(
+          [](void* p) { delete static_cast<EventLoop*>(p); }, loop.release());
+      return;
+    }
+    loop->drain_pool_.Abandon();
+    std::lock_guard<std::mutex> lock(loop->drain_mu_);
+    loop->orphaned_ = true;  // the last Drain call deletes it
+    loop.release();
   }
 
   EventLoop(const EventLoop&) = delete;
@@ -147,8 +147,17 @@ class EventLoop final : public TickSink {
       request.taken.wait();
       drain_pool_.Run(request.entries, fn);
     }
-    std::lock_guard<std::mutex> lock(drain_mu_);
-    if (--active_drains_ == 0) drains_done_.notify_all();
+    bool reap = false;
+    {
+      std::lock_guard<std::mutex> lock(drain_mu_);
+      if (--active_drains_ == 0) {
+        reap = orphaned_;
+        drains_done_.notify_all();
+      }
+    }
+    // Destroyed from a drain function (DestroyFromCallback): nothing else
+    // refers to the loop now.
+    if (reap) delete this;
     return status;
   }
 
@@ -483,6 +492,7 @@ class EventLoop final : public TickSink {
   std::mutex drain_mu_;
   std::condition_variable drains_done_;
   int active_drains_ = 0;  // guarded by drain_mu_
+  bool orphaned_ = false;  // guarded by drain_mu_: see DestroyFromCallback
 
   std::mutex stop_mu_;
   bool stopped_ = false;  // guarded by stop_mu_
