@@ -695,6 +695,34 @@ TEST(CacheC6, LoadMayCallTheCache) {
   EXPECT_EQ(f.cache->size(), 3u);
 }
 
+// A load() that destroys the cache: GetOrLoad returns what it loaded
+// without touching the cache again (nothing to store it in), and the
+// values the cache held die with it.
+TEST(CacheC6, ALoadThatDestroysTheCacheGetsItsResult) {
+  using SharedCache = Cache<int, std::shared_ptr<int>>;
+  auto c = SharedCache::Create(Ttl(absl::Hours(1)));
+  ASSERT_TRUE(c.ok());
+  std::unique_ptr<SharedCache> cache = std::move(*c);
+  std::vector<std::weak_ptr<int>> held;
+  for (int k = 0; k < 100; ++k) {
+    auto v = std::make_shared<int>(k);
+    held.push_back(v);
+    ASSERT_TRUE(cache->Set(k, std::move(v)).ok());
+  }
+  SharedCache* const raw = cache.get();
+  auto loaded =
+      raw->GetOrLoad(1000, [&]() -> absl::StatusOr<std::shared_ptr<int>> {
+        cache.reset();
+        return std::make_shared<int>(1000);
+      });
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_NE(*loaded, nullptr);
+  EXPECT_EQ(**loaded, 1000);
+  EXPECT_EQ(loaded->use_count(), 1);  // stored nowhere
+  EXPECT_EQ(cache, nullptr);
+  for (const auto& w : held) EXPECT_TRUE(w.expired());
+}
+
 // A load that asks for its own key, directly or through another key's load
 // on the same thread, would wait for itself: that inner call returns
 // FailedPrecondition (as Guava and Caffeine throw), the outer load goes on,

@@ -152,9 +152,11 @@ class Cache {
   // the listener. After it returns no listener call starts. It may be
   // called from this cache's own listener: the call that removed the value
   // then returns without touching the cache again, and the removals it had
-  // not yet told are destroyed untold, like the values still present.
+  // not yet told are destroyed untold, like the values still present. So
+  // may a GetOrLoad's load(): GetOrLoad then returns what it loaded, stored
+  // nowhere.
   ~Cache() {
-    for (ListenerFrame* f = listener_frames_; f != nullptr; f = f->outer) {
+    for (UserCallFrame* f = user_call_frames_; f != nullptr; f = f->outer) {
       if (f->cache == this) f->destroyed = true;
     }
     // From a listener inside this thread's OnBucket, that call is ours and
@@ -246,7 +248,8 @@ class Cache {
   // becomes Internal for every waiter. No lock is held while load runs, so
   // it may call the cache; a GetOrLoad of its own key from it (or from a
   // load it leads to, on the same thread) returns FailedPrecondition rather
-  // than wait for itself. InvalidArgument for an empty load. Cost: a hit
+  // than wait for itself. A load() that destroys the cache gets its result
+  // returned, stored nowhere. InvalidArgument for an empty load. Cost: a hit
   // costs as Get; a miss adds a flight record (one allocation) and a Set.
   absl::StatusOr<V> GetOrLoad(const K& key, const Loader& load) {
     if (!load) return absl::InvalidArgumentError("load is empty");
@@ -275,10 +278,19 @@ class Cache {
     if (!leader) return flight->Wait();
 
     absl::StatusOr<V> result;
+    UserCallFrame frame{this, user_call_frames_};
+    user_call_frames_ = &frame;
     try {
       result = load();
     } catch (...) {
       result = absl::InternalError("load threw an exception");
+    }
+    user_call_frames_ = frame.outer;
+    if (frame.destroyed) {
+      // load() destroyed the cache: nothing to store it in. The callers
+      // waiting for it get the result all the same.
+      flight->Finish(result);
+      return result;
     }
     if (result.ok()) {
       loads_.fetch_add(1, std::memory_order_relaxed);
@@ -670,8 +682,8 @@ class Cache {
     // Our own reference: destroying the cache from the listener must not
     // destroy the callable that is running.
     const std::shared_ptr<const RemovalListener> listener = listener_;
-    ListenerFrame frame{this, listener_frames_};
-    listener_frames_ = &frame;
+    UserCallFrame frame{this, user_call_frames_};
+    user_call_frames_ = &frame;
     for (auto& [k, v, cause] : removals) {
       // One listener's exception must not cost the next removal its call,
       // nor escape from a Set or Delete that has already done its work.
@@ -684,19 +696,20 @@ class Cache {
       }
       if (frame.destroyed) break;
     }
-    listener_frames_ = frame.outer;
+    user_call_frames_ = frame.outer;
     return frame.destroyed;
   }
 
-  // A listener call in progress on this thread (innermost first: a listener
-  // may call another cache, or this one). ~Cache marks the frames of the
-  // cache it destroys, and their Notify stops there.
-  struct ListenerFrame {
+  // A call into the user's code (the listener, or a load) in progress on
+  // this thread, innermost first: that code may call another cache, or this
+  // one. ~Cache marks the frames of the cache it destroys, and the Notify or
+  // GetOrLoad that owns one touches the cache no more.
+  struct UserCallFrame {
     const Cache* cache;
-    ListenerFrame* outer;
+    UserCallFrame* outer;
     bool destroyed = false;
   };
-  static inline thread_local ListenerFrame* listener_frames_ = nullptr;
+  static inline thread_local UserCallFrame* user_call_frames_ = nullptr;
 
   // The wheel's callbacks pass through it before touching the cache, and
   // ~Cache closes it: a callback another wheel worker has already taken
