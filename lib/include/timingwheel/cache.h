@@ -22,7 +22,6 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -43,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "timingwheel/internal/cache_flight.h"
+#include "timingwheel/internal/cache_gate.h"
 #include "timingwheel/internal/cache_pool.h"
 #include "timingwheel/internal/cache_shard.h"
 #include "timingwheel/options.h"
@@ -118,7 +118,7 @@ class Cache {
       return absl::ResourceExhaustedError("out of memory creating the cache");
     }
     Cache* self = cache.get();
-    std::shared_ptr<BucketGate> gate = cache->gate_;
+    std::shared_ptr<internal::CacheGate> gate = cache->gate_;
     // The cache's wheel is never refused for room or for lag: a refused
     // re-file of a slid entry (in OnBucket) would have to expire it early
     // or lose its timer, and a refused bucket would fail a Set. Its
@@ -131,7 +131,7 @@ class Cache {
         wheel_options, [self, gate](BucketKey bucket, std::uint32_t shard) {
           if (!gate->Enter()) return;
           struct Leave {
-            BucketGate& gate;
+            internal::CacheGate& gate;
             const Cache* const outer;
             ~Leave() {
               in_bucket_of_ = outer;
@@ -156,9 +156,7 @@ class Cache {
   // may a GetOrLoad's load(): GetOrLoad then returns what it loaded, stored
   // nowhere.
   ~Cache() {
-    for (UserCallFrame* f = user_call_frames_; f != nullptr; f = f->outer) {
-      if (f->cache == this) f->destroyed = true;
-    }
+    UserCallFrame::MarkDestroyed(this);
     // From a listener inside this thread's OnBucket, that call is ours and
     // returns untouched; any other must end before the memory goes.
     gate_->Close(in_bucket_of_ == this ? 1 : 0);
@@ -278,15 +276,17 @@ class Cache {
     if (!leader) return flight->Wait();
 
     absl::StatusOr<V> result;
-    UserCallFrame frame{this, user_call_frames_};
-    user_call_frames_ = &frame;
-    try {
-      result = load();
-    } catch (...) {
-      result = absl::InternalError("load threw an exception");
+    bool destroyed;
+    {
+      UserCallFrame frame(this);
+      try {
+        result = load();
+      } catch (...) {
+        result = absl::InternalError("load threw an exception");
+      }
+      destroyed = frame.destroyed();
     }
-    user_call_frames_ = frame.outer;
-    if (frame.destroyed) {
+    if (destroyed) {
       // load() destroyed the cache: nothing to store it in. The callers
       // waiting for it get the result all the same.
       flight->Finish(result);
@@ -682,69 +682,50 @@ class Cache {
     // Our own reference: destroying the cache from the listener must not
     // destroy the callable that is running.
     const std::shared_ptr<const RemovalListener> listener = listener_;
-    UserCallFrame frame{this, user_call_frames_};
-    user_call_frames_ = &frame;
+    UserCallFrame frame(this);
     for (auto& [k, v, cause] : removals) {
       // One listener's exception must not cost the next removal its call,
       // nor escape from a Set or Delete that has already done its work.
       try {
         (*listener)(std::move(k), std::move(v), cause);
       } catch (...) {
-        if (!frame.destroyed) {
+        if (!frame.destroyed()) {
           listener_exceptions_.fetch_add(1, std::memory_order_relaxed);
         }
       }
-      if (frame.destroyed) break;
+      if (frame.destroyed()) break;
     }
-    user_call_frames_ = frame.outer;
-    return frame.destroyed;
+    return frame.destroyed();
   }
 
   // A call into the user's code (the listener, or a load) in progress on
   // this thread, innermost first: that code may call another cache, or this
   // one. ~Cache marks the frames of the cache it destroys, and the Notify or
   // GetOrLoad that owns one touches the cache no more.
-  struct UserCallFrame {
-    const Cache* cache;
-    UserCallFrame* outer;
-    bool destroyed = false;
-  };
-  static inline thread_local UserCallFrame* user_call_frames_ = nullptr;
-
-  // The wheel's callbacks pass through it before touching the cache, and
-  // ~Cache closes it: a callback another wheel worker has already taken
-  // either finishes before the cache's memory goes or finds it closed and
-  // touches nothing. Shared with the wheel's callback, which may outlive
-  // the cache (a wheel destroyed from its own callback is torn down after
-  // the callback returns).
-  class BucketGate {
+  class UserCallFrame {
    public:
-    // False once closed: the callback must not touch the cache.
-    bool Enter() {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closed_) return false;
-      ++running_;
-      return true;
-    }
-    void Leave() {
-      std::lock_guard<std::mutex> lock(mu_);
-      --running_;
-      idle_.notify_all();
-    }
-    // Closes the gate, then waits until only `ours` callbacks (those of the
-    // calling thread) are still inside.
-    void Close(int ours) {
-      std::unique_lock<std::mutex> lock(mu_);
-      closed_ = true;
-      idle_.wait(lock, [&] { return running_ == ours; });
+    explicit UserCallFrame(const Cache* cache)
+        : cache_(cache), outer_(std::exchange(user_call_frames_, this)) {}
+    ~UserCallFrame() { user_call_frames_ = outer_; }
+    UserCallFrame(const UserCallFrame&) = delete;
+    UserCallFrame& operator=(const UserCallFrame&) = delete;
+
+    // True once ~Cache of this frame's cache has run.
+    bool destroyed() const { return destroyed_; }
+    // ~Cache of `cache`: marks this thread's frames of it.
+    static void MarkDestroyed(const Cache* cache) {
+      for (UserCallFrame* f = user_call_frames_; f != nullptr; f = f->outer_) {
+        if (f->cache_ == cache) f->destroyed_ = true;
+      }
     }
 
    private:
-    std::mutex mu_;
-    std::condition_variable idle_;
-    int running_ = 0;      // guarded by mu_
-    bool closed_ = false;  // guarded by mu_
+    const Cache* const cache_;
+    UserCallFrame* const outer_;
+    bool destroyed_ = false;
   };
+  static inline thread_local UserCallFrame* user_call_frames_ = nullptr;
+
   // The cache whose OnBucket this thread (a wheel worker) is running.
   static inline thread_local const Cache* in_bucket_of_ = nullptr;
 
@@ -758,7 +739,8 @@ class Cache {
   std::int64_t interval_ns_ = 1;  // the wheel's interval: a bucket's width
   std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
   std::atomic<std::uint64_t> listener_exceptions_{0};
-  const std::shared_ptr<BucketGate> gate_ = std::make_shared<BucketGate>();
+  const std::shared_ptr<internal::CacheGate> gate_ =
+      std::make_shared<internal::CacheGate>();
   std::unique_ptr<Wheel> wheel_;  // last: stopped first, by ~Cache
 };
 
