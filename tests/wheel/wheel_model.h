@@ -420,15 +420,18 @@ std::string RunDifferential(const Program& program) {
                             ", model " + std::to_string(model.size()));
     }
     // NextDueTick may be early (a stale bound), never late, never in the
-    // past, and kNever exactly when empty.
+    // past, and kNever exactly when empty and no removed entry waits in a
+    // list. Those wait no longer than level 0's rotation: their slot is due
+    // within num_slots ticks.
     const std::uint64_t due = wheel.NextDueTick();
     const std::uint64_t want_due = model.NextFireTick();
+    const bool waiting = wheel.removed_in_lists() != 0;
     // (At now() == kMaxTick a timer can only be set for now() itself: it
     // never fires, and no tick after now() is due.)
     const bool at_end = model.now() >= kMaxTick;
-    if ((!at_end &&
-         (due > want_due || (want_due != kNever && due <= model.now()))) ||
-        (want_due == kNever) != (due == kNever)) {
+    if ((!at_end && (due > want_due || (due != kNever && due <= model.now()) ||
+                     (waiting && due > model.now() + wheel.num_slots()))) ||
+        (want_due == kNever && !waiting) != (due == kNever)) {
       return fail(step, "NextDueTick() = " + std::to_string(due) +
                             ", next fire " + std::to_string(want_due));
     }

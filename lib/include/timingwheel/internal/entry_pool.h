@@ -154,10 +154,16 @@ class EntryPool {
   // entries are live. A shrink keeps room for twice the live entries, so
   // the live set must halve before the next shrink and double before the
   // pool grows: it does not oscillate. False during a shrink. O(1).
-  bool WantsShrink() const {
+  bool WantsShrink() const { return WouldShrinkWith(live_); }
+  // WantsShrink's answer were only `live` entries live: for an owner that
+  // could free some of its live entries first. O(1).
+  bool WouldShrinkWith(std::size_t live) const {
     return limit_ == kNoLimit && chunks_.size() >= kMinChunksToShrink &&
-           std::size_t{live_} * 4 < chunks_.size() * kChunkSize;
+           live * 4 < chunks_.size() * kChunkSize;
   }
+
+  // True if i, below the high-water mark (Holds(i)), is allocated. O(1).
+  bool InUse(std::uint32_t i) const { return At(i).prev != kFreeMark; }
 
   // Starts a shrink to room for about twice the live entries (at least one
   // chunk; the first kChunksPerSlab chunks one by one, beyond that whole

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -49,8 +50,15 @@ namespace internal {
 // Lazy moves (go-zero's "diff", tokio's registered deadline): moving a
 // timer later only rewrites its deadline; the entry stays in its slot,
 // which is processed no later than the old deadline, and is filed again
-// then. Moving earlier and removing unlink at once, so no tombstones linger
-// on coarse levels.
+// then. Moving earlier unlinks at once.
+//
+// Lazy removes, on level 0 only: a removed timer whose slot level 0 reaches
+// within its current rotation (at most num_slots ticks away) leaves its
+// entry in the list, key and value destroyed, marked kRemoved, and the scan
+// of that slot frees it. The unlink would write both neighbours, two more
+// cache misses, for entries the scan walks anyway. Any other removal
+// unlinks at once, so no removed entry lingers on a coarse level (tokio had
+// that leak) or longer than one rotation of level 0.
 //
 // Scheduling: each level keeps a bitmap of occupied slots, so the next tick
 // with work (a level-0 slot, or a coarse slot starting to drain or due to
@@ -107,6 +115,9 @@ class Wheel {
   std::uint64_t now() const { return now_; }
   // Pending timers.
   std::size_t size() const { return index_.size(); }
+  // Removed timers whose entries still wait in a level-0 list for their
+  // slot's scan to free them (see Lazy removes).
+  std::size_t removed_in_lists() const { return removed_in_lists_; }
   // Level 0's slots in one rotation (num_slots rounded up to a power of
   // two).
   std::uint32_t num_slots() const { return levels_[0].slots() / 2; }
@@ -176,8 +187,14 @@ class Wheel {
     if (pos == KeyIndex::kAbsent) return false;
     const std::uint32_t i = index_.EntryAt(pos);
     index_.EraseAt(pos);
+    Entry& e = pool_.At(i);
+    DestroyEntry(e);
+    if (RemovesLazily(e.deadline)) {
+      e.deadline = kRemoved;
+      ++removed_in_lists_;
+      return true;
+    }
     Unlink(i);
-    DestroyEntry(pool_.At(i));
     pool_.Free(i);
     return true;
   }
@@ -215,7 +232,8 @@ class Wheel {
                      std::uint64_t deadline) const {
     if (!pool_.Holds(candidate)) return;
     const Entry& e = pool_.At(candidate);
-    if (!removing && deadline >= e.deadline) return;  // lazy: one write
+    // Lazy: one write either way.
+    if (removing ? RemovesLazily(e.deadline) : deadline >= e.deadline) return;
     PrefetchIfEntry(e.prev);
     PrefetchIfEntry(e.next);
     if (!removing) {
@@ -229,7 +247,7 @@ class Wheel {
   // have drained (see Cascade). May be early (timers moved later, or work
   // that only refiles), never late. A bitmap search per level.
   std::uint64_t NextDueTick() const {
-    if (index_.size() == 0) return kNever;
+    if (index_.size() == 0 && removed_in_lists_ == 0) return kNever;
     std::uint64_t due = levels_[0].NextOccupiedTick(now_);
     for (std::size_t l = 1; l < levels_.size(); ++l) {
       const Level& level = levels_[l];
@@ -274,6 +292,7 @@ class Wheel {
     lists_.Clear();
     for (Level& level : levels_) level.UnmarkAll();
     pool_.Clear();
+    removed_in_lists_ = 0;
   }
 
   // Moves timers of the coarse slots that are draining (those due to start
@@ -308,11 +327,20 @@ class Wheel {
   // that sets left under way is GrowStep's, below.) Each step looks at about
   // `budget` index words and pool entries; returns true while there is more
   // to do. Costs two comparisons when there is nothing to do.
+  //
+  // Removed entries still waiting in level-0 lists (see Lazy removes) would
+  // keep the pool from shrinking until their slots come round, or forever
+  // under a clock that stops: when the pool would shrink without them,
+  // Compact first walks the pool and unlinks them, `budget` entries a step.
   bool WantsCompaction() const {
     return index_.Shrinking() || index_.WantsShrink() || pool_.Shrinking() ||
-           pool_.WantsShrink();
+           pool_.WantsShrink() || WantsPurge();
   }
   bool Compact(std::size_t budget) {
+    if (WantsPurge()) {
+      Purge(budget);
+      return true;
+    }
     if (index_.Shrinking()) {
       index_.ResizeStep(budget);
     } else if (index_.WantsShrink()) {
@@ -365,6 +393,9 @@ class Wheel {
   // How many fired entries wait between leaving their list and leaving the
   // index (see ScanSlot).
   static constexpr std::size_t kFiring = 16;
+  // The deadline of a removed entry left in its list (see Lazy removes): no
+  // pending timer has it, since every deadline is after some now().
+  static constexpr std::uint64_t kRemoved = 0;
 
   // Level 0 of 2^level0_bits one-tick slots, then levels of 2^level_bits
   // slots until one covers bit 62, the top bit of a deadline.
@@ -395,6 +426,15 @@ class Wheel {
   static void DestroyEntry(Entry& e) {
     e.key.Destroy();
     e.value.Destroy();
+  }
+
+  // True if a pending entry with this deadline sits on level 0 and its
+  // slot comes within level 0's current rotation: its registered deadline
+  // (at or before this one, after now_) lies in now_'s rotation, and every
+  // timer due there has left the coarse levels before the rotation began.
+  bool RemovesLazily(std::uint64_t deadline) const {
+    const int top = levels_[0].top();
+    return (deadline >> top) == (now_ >> top);
   }
 
   // The level a deadline is filed on now: the lowest that holds it (its
@@ -435,6 +475,24 @@ class Wheel {
                                  : 1 + ((slot - level0) >> (level_bits_ + 1))];
   }
 
+  bool WantsPurge() const {
+    return removed_in_lists_ != 0 && pool_.WouldShrinkWith(index_.size());
+  }
+
+  // Looks at `budget` pool entries from where the last call stopped, going
+  // round, and frees the removed ones still in lists.
+  void Purge(std::size_t budget) {
+    for (; budget != 0 && removed_in_lists_ != 0; --budget) {
+      if (!pool_.Holds(purge_cursor_)) purge_cursor_ = 0;
+      const std::uint32_t i = purge_cursor_++;
+      if (pool_.InUse(i) && pool_.At(i).deadline == kRemoved) {
+        Unlink(i);
+        pool_.Free(i);
+        --removed_in_lists_;
+      }
+    }
+  }
+
   // Moves entry `from` to the unused index `to`: contents, list links and
   // index word. Only between operations (no fired entry waits in ScanSlot's
   // ring).
@@ -444,6 +502,11 @@ class Wheel {
     b.deadline = a.deadline;
     b.prev = a.prev;
     b.next = a.next;
+    if (a.deadline == kRemoved) {  // no key, no index word
+      lists_.TakeOver(pool_, to);
+      pool_.Free(from);
+      return;
+    }
     b.key.Construct(std::move(a.key.Get()));
     b.value.Construct(std::move(a.value.Get()));
     DestroyEntry(a);
@@ -502,6 +565,7 @@ class Wheel {
         const std::uint32_t i = cursor[l];
         if (i == Pool::kNil) continue;
         any = true;
+        assert(pool_.At(i).deadline != kRemoved);  // level 0 only
         cursor[l] = pool_.At(i).next;
         PrefetchIfEntry(cursor[l]);
         Link(i);
@@ -519,8 +583,9 @@ class Wheel {
   }
 
   // Empties level 0's physical slot `slot`, that of now_: fires what is
-  // due and files the rest again (timers moved later: they lie ahead of
-  // now_, so never in this slot). The lanes are walked
+  // due, frees removed entries, and files the rest again (timers moved
+  // later: they lie ahead of now_, so never in this slot). The lanes are
+  // walked
   // side by side, one entry of each in turn, prefetching each lane's next
   // entry as soon as its link is known. A fired entry then waits in a ring
   // (kFiring deep) between leaving its list and leaving the index, so that
@@ -558,7 +623,10 @@ class Wheel {
         Entry& e = pool_.At(i);
         cursor[l] = e.next;
         PrefetchIfEntry(e.next);
-        if (e.deadline <= tick) {
+        if (e.deadline == kRemoved) {
+          pool_.Free(i);
+          --removed_in_lists_;
+        } else if (e.deadline <= tick) {
           Firing& f = firing[fired++ % kFiring];
           if (fired > kFiring) retire(f);
           f = {i, HashOf(e.key.Get())};
@@ -581,6 +649,8 @@ class Wheel {
   Eq eq_;
   std::uint64_t now_ = 0;
   std::uint64_t refiled_ = 0;
+  std::size_t removed_in_lists_ = 0;
+  std::uint32_t purge_cursor_ = 0;  // where Purge goes on
 
   Pool pool_;
   KeyIndex index_;
