@@ -867,6 +867,51 @@ TEST_F(WheelLifetimeTest, ReplacedValueDestroyedAtOnce) {
   ExpectAllDestroyedOnce();
 }
 
+// A remove due within level 0's rotation leaves the entry in its list (see
+// Wheel's "Lazy removes"): the key and value still die at the remove, the
+// scan of the slot frees the entry without firing it, and a remove beyond
+// the rotation unlinks at once.
+TEST_F(WheelLifetimeTest, ALazilyRemovedEntryHoldsNeitherKeyNorValue) {
+  {
+    Wheel<Tracked, Tracked> w(64);
+    for (int k = 0; k < 3; ++k) w.Set(Tracked(k), Tracked(k), 5);
+    w.Set(Tracked(7), Tracked(7), 9);
+    w.Set(Tracked(8), Tracked(8), 70);  // next rotation
+    ASSERT_TRUE(w.Remove(Tracked(1)));  // the middle of slot 5's list
+    ASSERT_TRUE(w.Remove(Tracked(7)));  // alone in slot 9
+    ASSERT_TRUE(w.Remove(Tracked(8)));
+    EXPECT_EQ(w.removed_in_lists(), 2u);
+    EXPECT_EQ(w.size(), 2u);
+    EXPECT_EQ(Tracked::Live().size(), 4u);  // keys and values of 0 and 2
+    EXPECT_EQ(Tracked::Errors(), 0);
+    std::vector<int> fired;
+    auto sink = [&](std::uint64_t tick, Tracked&& k, Tracked&&) {
+      EXPECT_EQ(tick, 5u);
+      fired.push_back(k.id());
+    };
+    w.AdvanceTo(5, sink);
+    EXPECT_THAT(fired, UnorderedElementsAre(0, 2));
+    EXPECT_EQ(w.removed_in_lists(), 1u);
+    // Only the removed entry in slot 9 is left: the wheel wakes for it,
+    // frees it, and goes idle.
+    EXPECT_EQ(w.NextDueTick(), 9u);
+    w.AdvanceTo(9, sink);
+    EXPECT_EQ(w.removed_in_lists(), 0u);
+    EXPECT_EQ(w.NextDueTick(), kNever);
+    EXPECT_EQ(fired.size(), 2u);
+    // The key comes back as a new timer.
+    w.Set(Tracked(1), Tracked(11), 12);
+    w.AdvanceTo(20, [&](std::uint64_t tick, Tracked&& k, Tracked&& v) {
+      EXPECT_EQ(tick, 12u);
+      EXPECT_EQ(k.id(), 1);
+      EXPECT_EQ(v.id(), 11);
+      fired.push_back(k.id());
+    });
+    EXPECT_EQ(fired.size(), 3u);
+  }
+  ExpectAllDestroyedOnce();
+}
+
 TEST(WheelTest, PrefetchHintsChangeNothing) {
   // PrefetchEntry matches on the 32-bit hash alone, so with colliding keys
   // it may touch another key's entry, and PrefetchLinks gets whatever
