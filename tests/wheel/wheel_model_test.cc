@@ -399,6 +399,49 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
   }
 }
 
+// Removes during a pool shrink: entries removed within level 0's rotation
+// stay in their lists, so the shrink finds some of them above its kept
+// range and must move them as they are (no key, no index word), and the
+// scan of their slots later frees them where they went.
+TEST(WheelModelTest, RemovedEntriesMeetAShrinkUnderWay) {
+  constexpr std::uint32_t kKeys = 100'000;
+  ModelWheel w(4096, SwitchableHash{}, std::equal_to<std::uint32_t>(), 64);
+  WheelModel m;
+  for (std::uint32_t k = 0; k < kKeys; ++k) {
+    const std::uint64_t deadline = 1 + k % 4000;
+    ASSERT_EQ(w.Set(k, std::make_unique<std::uint64_t>(k), deadline),
+              m.Set(k, k, deadline));
+  }
+  // As the loop does, finish the growth the sets left under way.
+  while (w.GrowStep(8192)) continue;
+  for (std::uint32_t k = 0; k < kKeys; ++k) {
+    if (k % 10 != 0) ASSERT_EQ(w.Remove(k), m.Remove(k));
+  }
+  const std::size_t peak = w.MemoryBytes();
+  EXPECT_EQ(w.removed_in_lists(), kKeys / 10 * 9);
+  // Compaction first unlinks those, then starts the shrink.
+  int rounds = 0;
+  while (w.removed_in_lists() != 0) {
+    ASSERT_TRUE(w.Compact(512));
+    ASSERT_LT(++rounds, 10'000);
+  }
+  ASSERT_TRUE(w.Compact(1));  // the shrink starts, and moves one entry
+  // Half the survivors removed while it is under way: lazily, wherever
+  // they are.
+  for (std::uint32_t k = 0; k < kKeys; k += 20) {
+    ASSERT_EQ(w.Remove(k), m.Remove(k));
+  }
+  EXPECT_EQ(w.removed_in_lists(), kKeys / 20);
+  // As the loop does: a step each round while the wheel wants one (a
+  // step may end a shrink that leaves the next one wanted).
+  for (int i = 0; i < 100'000 && w.WantsCompaction(); ++i) w.Compact(64);
+  EXPECT_FALSE(w.WantsCompaction());
+  EXPECT_LT(w.MemoryBytes(), peak / 5);
+  ASSERT_EQ(AdvanceBoth(w, m, kNever), "");
+  EXPECT_EQ(w.size(), 0u);
+  EXPECT_EQ(w.removed_in_lists(), 0u);
+}
+
 // The key index grows without Reserve, in steps that sets drive, while
 // moves, removes, ticks, compaction steps and growth steps go on between
 // the sets, and growths also start early, from
