@@ -421,8 +421,8 @@ std::string RunDifferential(const Program& program) {
     }
     // NextDueTick may be early (a stale bound), never late, never in the
     // past, and kNever exactly when empty and no removed entry waits in a
-    // list. Those wait no longer than level 0's rotation: their slot is due
-    // within num_slots ticks.
+    // list. Those wait on level 0 only: their slot is due within two of its
+    // rotations.
     const std::uint64_t due = wheel.NextDueTick();
     const std::uint64_t want_due = model.NextFireTick();
     const bool waiting = wheel.removed_in_lists() != 0;
@@ -430,7 +430,7 @@ std::string RunDifferential(const Program& program) {
     // never fires, and no tick after now() is due.)
     const bool at_end = model.now() >= kMaxTick;
     if ((!at_end && (due > want_due || (due != kNever && due <= model.now()) ||
-                     (waiting && due > model.now() + wheel.num_slots()))) ||
+                     (waiting && due > model.now() + 2 * wheel.num_slots()))) ||
         (want_due == kNever && !waiting) != (due == kNever)) {
       return fail(step, "NextDueTick() = " + std::to_string(due) +
                             ", next fire " + std::to_string(want_due));

@@ -336,9 +336,8 @@ std::string AdvanceBoth(ModelWheel& w, WheelModel& m, std::uint64_t target) {
 // go on between them. Every timer still fires exactly on its tick (the
 // relocated ones included: their links, lanes and index words were
 // rewritten), and the wheel ends holding a fraction of its peak. On the
-// wheel of 4096 slots every timer is due within level 0's rotation, so a
-// removed one's entry stays in its list (a lazy remove) until compaction
-// unlinks it.
+// wheel of 4096 slots every timer is filed on level 0, so a removed one's
+// entry stays in its list (a lazy remove) until compaction unlinks it.
 TEST(WheelModelTest, CompactionKeepsEveryTimer) {
   constexpr std::uint32_t kKeys = 150'000;
   struct Shape {
@@ -399,7 +398,7 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
   }
 }
 
-// Removes during a pool shrink: entries removed within level 0's rotation
+// Removes during a pool shrink: entries removed while filed on level 0
 // stay in their lists, so the shrink finds some of them above its kept
 // range and must move them as they are (no key, no index word), and the
 // scan of their slots later frees them where they went.
@@ -415,7 +414,9 @@ TEST(WheelModelTest, RemovedEntriesMeetAShrinkUnderWay) {
   // As the loop does, finish the growth the sets left under way.
   while (w.GrowStep(8192)) continue;
   for (std::uint32_t k = 0; k < kKeys; ++k) {
-    if (k % 10 != 0) ASSERT_EQ(w.Remove(k), m.Remove(k));
+    if (k % 10 != 0) {
+      ASSERT_EQ(w.Remove(k), m.Remove(k));
+    }
   }
   const std::size_t peak = w.MemoryBytes();
   EXPECT_EQ(w.removed_in_lists(), kKeys / 10 * 9);

@@ -867,18 +867,18 @@ TEST_F(WheelLifetimeTest, ReplacedValueDestroyedAtOnce) {
   ExpectAllDestroyedOnce();
 }
 
-// A remove due within level 0's rotation leaves the entry in its list (see
+// A remove of a timer filed on level 0 leaves the entry in its list (see
 // Wheel's "Lazy removes"): the key and value still die at the remove, the
-// scan of the slot frees the entry without firing it, and a remove beyond
-// the rotation unlinks at once.
+// scan of the slot frees the entry without firing it, and a remove of a
+// timer on a coarse level unlinks at once.
 TEST_F(WheelLifetimeTest, ALazilyRemovedEntryHoldsNeitherKeyNorValue) {
   {
     Wheel<Tracked, Tracked> w(64);
     for (int k = 0; k < 3; ++k) w.Set(Tracked(k), Tracked(k), 5);
     w.Set(Tracked(7), Tracked(7), 9);
-    w.Set(Tracked(8), Tracked(8), 70);  // next rotation
-    ASSERT_TRUE(w.Remove(Tracked(1)));  // the middle of slot 5's list
-    ASSERT_TRUE(w.Remove(Tracked(7)));  // alone in slot 9
+    w.Set(Tracked(8), Tracked(8), 200);  // level 1
+    ASSERT_TRUE(w.Remove(Tracked(1)));   // the middle of slot 5's list
+    ASSERT_TRUE(w.Remove(Tracked(7)));   // alone in slot 9
     ASSERT_TRUE(w.Remove(Tracked(8)));
     EXPECT_EQ(w.removed_in_lists(), 2u);
     EXPECT_EQ(w.size(), 2u);
@@ -910,6 +910,30 @@ TEST_F(WheelLifetimeTest, ALazilyRemovedEntryHoldsNeitherKeyNorValue) {
     EXPECT_EQ(fired.size(), 3u);
   }
   ExpectAllDestroyedOnce();
+}
+
+// Which removes are lazy: exactly those of timers filed on level 0 (two
+// rotations: now's and the next), including one that came down from a
+// coarse level; a timer still on a coarse level unlinks at once.
+TEST(WheelTest, RemoveIsLazyExactlyForTimersFiledOnLevel0) {
+  IntWheel w(64);    // level 0 holds ticks [0, 128) at now() = 0
+  w.Set(1, 1, 100);  // level 0, next rotation
+  w.Set(2, 2, 300);  // level 1
+  w.Set(3, 3, 300);
+  EXPECT_TRUE(w.Remove(1));
+  EXPECT_EQ(w.removed_in_lists(), 1u);
+  EXPECT_TRUE(w.Remove(2));
+  EXPECT_EQ(w.removed_in_lists(), 1u);
+  // By tick 255 key 3's coarse slot ([256, 320)) has moved down to level 0.
+  EXPECT_THAT(Advance(w, 255), IsEmpty());
+  EXPECT_EQ(w.removed_in_lists(), 0u);  // key 1's slot came at tick 100
+  EXPECT_EQ(w.refiled(), 1u);
+  EXPECT_THAT(w.DeadlineOf(3), Optional(300u));
+  EXPECT_TRUE(w.Remove(3));
+  EXPECT_EQ(w.removed_in_lists(), 1u);
+  EXPECT_THAT(Advance(w, 1000), IsEmpty());
+  EXPECT_EQ(w.removed_in_lists(), 0u);
+  EXPECT_EQ(w.NextDueTick(), kNever);
 }
 
 TEST(WheelTest, PrefetchHintsChangeNothing) {

@@ -52,13 +52,15 @@ namespace internal {
 // which is processed no later than the old deadline, and is filed again
 // then. Moving earlier unlinks at once.
 //
-// Lazy removes, on level 0 only: a removed timer whose slot level 0 reaches
-// within its current rotation (at most num_slots ticks away) leaves its
-// entry in the list, key and value destroyed, marked kRemoved, and the scan
-// of that slot frees it. The unlink would write both neighbours, two more
-// cache misses, for entries the scan walks anyway. Any other removal
-// unlinks at once, so no removed entry lingers on a coarse level (tokio had
-// that leak) or longer than one rotation of level 0.
+// Lazy removes, on level 0 only: a removed timer whose entry is filed on
+// level 0 (so its slot comes within two rotations of level 0, at most
+// 2 * num_slots ticks) leaves the entry in the list, key and value
+// destroyed, marked kRemoved, and the scan of that slot frees it. The
+// unlink would write both neighbours, two more cache misses, for entries
+// the scan walks anyway. A timer filed on a coarse level unlinks at once,
+// so no removed entry lingers there (tokio had that leak). Link records in
+// the deadline's top bit (kCoarse) whether it filed the entry above level 0,
+// which is what lets a remove tell.
 //
 // Scheduling: each level keeps a bitmap of occupied slots, so the next tick
 // with work (a level-0 slot, or a coarse slot starting to drain or due to
@@ -204,7 +206,7 @@ class Wheel {
   std::optional<std::uint64_t> DeadlineOf(const K& key) const {
     const std::size_t pos = Find(key, HashOf(key));
     if (pos == KeyIndex::kAbsent) return std::nullopt;
-    return pool_.At(index_.EntryAt(pos)).deadline;
+    return pool_.At(index_.EntryAt(pos)).deadline & ~kCoarse;
   }
 
   // Batch hints (see Batches above); none changes the wheel.
@@ -233,7 +235,10 @@ class Wheel {
     if (!pool_.Holds(candidate)) return;
     const Entry& e = pool_.At(candidate);
     // Lazy: one write either way.
-    if (removing ? RemovesLazily(e.deadline) : deadline >= e.deadline) return;
+    if (removing ? RemovesLazily(e.deadline)
+                 : deadline >= (e.deadline & ~kCoarse)) {
+      return;
+    }
     PrefetchIfEntry(e.prev);
     PrefetchIfEntry(e.next);
     if (!removing) {
@@ -396,6 +401,12 @@ class Wheel {
   // The deadline of a removed entry left in its list (see Lazy removes): no
   // pending timer has it, since every deadline is after some now().
   static constexpr std::uint64_t kRemoved = 0;
+  // Set in an entry's deadline while Link has filed it above level 0.
+  // Deadlines stop at kMaxTick = 2^62, so the bit is free; every read of a
+  // deadline that may be a coarse entry's masks it. Entries on level 0, all
+  // ScanSlot sees, never carry it.
+  static constexpr std::uint64_t kCoarse = std::uint64_t{1} << 63;
+  static_assert(kMaxTick < kCoarse);
 
   // Level 0 of 2^level0_bits one-tick slots, then levels of 2^level_bits
   // slots until one covers bit 62, the top bit of a deadline.
@@ -428,13 +439,10 @@ class Wheel {
     e.value.Destroy();
   }
 
-  // True if a pending entry with this deadline sits on level 0 and its
-  // slot comes within level 0's current rotation: its registered deadline
-  // (at or before this one, after now_) lies in now_'s rotation, and every
-  // timer due there has left the coarse levels before the rotation began.
-  bool RemovesLazily(std::uint64_t deadline) const {
-    const int top = levels_[0].top();
-    return (deadline >> top) == (now_ >> top);
+  // True if a pending entry with this deadline (as stored) is filed on
+  // level 0.
+  static bool RemovesLazily(std::uint64_t deadline) {
+    return (deadline & kCoarse) == 0;
   }
 
   // The level a deadline is filed on now: the lowest that holds it (its
@@ -449,14 +457,17 @@ class Wheel {
     return level.first_slot() + level.SlotOfTick(deadline);
   }
 
-  // Links entry i into the slot its deadline is filed in, and marks the
-  // slot occupied.
+  // Links entry i into the slot its deadline is filed in, marks the slot
+  // occupied, and records in the deadline whether that is above level 0.
   void Link(std::uint32_t i) {
-    const std::uint64_t deadline = pool_.At(i).deadline;
-    Level& level = levels_[LevelFor(deadline)];
+    Entry& e = pool_.At(i);
+    const std::uint64_t deadline = e.deadline & ~kCoarse;
+    const std::size_t l = LevelFor(deadline);
+    Level& level = levels_[l];
     const std::uint32_t slot = level.SlotOfTick(deadline);
     lists_.Link(pool_, i, level.first_slot() + slot);
     level.Mark(slot);
+    e.deadline = l == 0 ? deadline : deadline | kCoarse;
   }
 
   // Unlinks entry i. A slot left empty is unmarked, so an idle loop is not
@@ -519,10 +530,10 @@ class Wheel {
 
   void Reschedule(std::uint32_t i, std::uint64_t deadline) {
     Entry& e = pool_.At(i);
-    if (deadline >= e.deadline) {
+    if (deadline >= (e.deadline & ~kCoarse)) {
       // Lazy: the entry's slot is processed no later than its old deadline,
       // and files it again then.
-      e.deadline = deadline;
+      e.deadline = deadline | (e.deadline & kCoarse);
       return;
     }
     Unlink(i);
@@ -585,9 +596,8 @@ class Wheel {
   // Empties level 0's physical slot `slot`, that of now_: fires what is
   // due, frees removed entries, and files the rest again (timers moved
   // later: they lie ahead of now_, so never in this slot). The lanes are
-  // walked
-  // side by side, one entry of each in turn, prefetching each lane's next
-  // entry as soon as its link is known. A fired entry then waits in a ring
+  // walked side by side, one entry of each in turn, prefetching each lane's
+  // next entry as soon as its link is known. A fired entry then waits in a ring
   // (kFiring deep) between leaving its list and leaving the index, so that
   // its index line arrives while the walk goes on. The slot's lists are
   // reset at the end rather than unlinked entry by entry.
