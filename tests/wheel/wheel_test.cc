@@ -914,20 +914,25 @@ TEST_F(WheelLifetimeTest, ALazilyRemovedEntryHoldsNeitherKeyNorValue) {
 
 // Which removes are lazy: exactly those of timers filed on level 0 (two
 // rotations: now's and the next), including one that came down from a
-// coarse level; a timer still on a coarse level unlinks at once.
+// coarse level; a timer on a coarse level unlinks at once, also when it is
+// due in level 0's next rotation but still waits in a draining slot.
 TEST(WheelTest, RemoveIsLazyExactlyForTimersFiledOnLevel0) {
   IntWheel w(64);    // level 0 holds ticks [0, 128) at now() = 0
   w.Set(1, 1, 100);  // level 0, next rotation
-  w.Set(2, 2, 300);  // level 1
-  w.Set(3, 3, 300);
+  for (std::uint64_t k = 2; k <= 4; ++k) w.Set(k, k, 300);  // level 1
   EXPECT_TRUE(w.Remove(1));
   EXPECT_EQ(w.removed_in_lists(), 1u);
   EXPECT_TRUE(w.Remove(2));
   EXPECT_EQ(w.removed_in_lists(), 1u);
-  // By tick 255 key 3's coarse slot ([256, 320)) has moved down to level 0.
-  EXPECT_THAT(Advance(w, 255), IsEmpty());
+  EXPECT_THAT(Advance(w, 200), IsEmpty());
   EXPECT_EQ(w.removed_in_lists(), 0u);  // key 1's slot came at tick 100
-  EXPECT_EQ(w.refiled(), 1u);
+  // Tick 300 is in level 0's next rotation now, but keys 3 and 4 still
+  // wait in level 1's slot [256, 320), which moves down by tick 255.
+  EXPECT_EQ(w.refiled(), 0u);
+  EXPECT_TRUE(w.Remove(4));
+  EXPECT_EQ(w.removed_in_lists(), 0u);
+  EXPECT_THAT(Advance(w, 255), IsEmpty());
+  EXPECT_EQ(w.refiled(), 1u);  // key 3
   EXPECT_THAT(w.DeadlineOf(3), Optional(300u));
   EXPECT_TRUE(w.Remove(3));
   EXPECT_EQ(w.removed_in_lists(), 1u);

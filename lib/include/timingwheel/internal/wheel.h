@@ -58,9 +58,9 @@ namespace internal {
 // destroyed, marked kRemoved, and the scan of that slot frees it. The
 // unlink would write both neighbours, two more cache misses, for entries
 // the scan walks anyway. A timer filed on a coarse level unlinks at once,
-// so no removed entry lingers there (tokio had that leak). Link records in
-// the deadline's top bit (kCoarse) whether it filed the entry above level 0,
-// which is what lets a remove tell.
+// so no removed entry lingers there (tokio had that leak). Which level an
+// entry is on follows from its deadline and the draining slots (see
+// RemovesLazily), so neither sets nor moves pay for telling.
 //
 // Scheduling: each level keeps a bitmap of occupied slots, so the next tick
 // with work (a level-0 slot, or a coarse slot starting to drain or due to
@@ -206,7 +206,7 @@ class Wheel {
   std::optional<std::uint64_t> DeadlineOf(const K& key) const {
     const std::size_t pos = Find(key, HashOf(key));
     if (pos == KeyIndex::kAbsent) return std::nullopt;
-    return pool_.At(index_.EntryAt(pos)).deadline & ~kCoarse;
+    return pool_.At(index_.EntryAt(pos)).deadline;
   }
 
   // Batch hints (see Batches above); none changes the wheel.
@@ -235,8 +235,9 @@ class Wheel {
     if (!pool_.Holds(candidate)) return;
     const Entry& e = pool_.At(candidate);
     // Lazy: one write either way.
-    if (removing ? RemovesLazily(e.deadline)
-                 : deadline >= (e.deadline & ~kCoarse)) {
+    // (A remove due in level 0's next rotation may be lazy too; fetching
+    // its neighbours then only wastes the fetch.)
+    if (removing ? InCurrentRotation(e.deadline) : deadline >= e.deadline) {
       return;
     }
     PrefetchIfEntry(e.prev);
@@ -401,12 +402,6 @@ class Wheel {
   // The deadline of a removed entry left in its list (see Lazy removes): no
   // pending timer has it, since every deadline is after some now().
   static constexpr std::uint64_t kRemoved = 0;
-  // Set in an entry's deadline while Link has filed it above level 0.
-  // Deadlines stop at kMaxTick = 2^62, so the bit is free; every read of a
-  // deadline that may be a coarse entry's masks it. Entries on level 0, all
-  // ScanSlot sees, never carry it.
-  static constexpr std::uint64_t kCoarse = std::uint64_t{1} << 63;
-  static_assert(kMaxTick < kCoarse);
 
   // Level 0 of 2^level0_bits one-tick slots, then levels of 2^level_bits
   // slots until one covers bit 62, the top bit of a deadline.
@@ -439,10 +434,34 @@ class Wheel {
     e.value.Destroy();
   }
 
-  // True if a pending entry with this deadline (as stored) is filed on
-  // level 0.
-  static bool RemovesLazily(std::uint64_t deadline) {
-    return (deadline & kCoarse) == 0;
+  // True if a pending entry with this deadline is filed on level 0, as far
+  // as the deadline shows. Its registered deadline r (where it is filed: at
+  // or before this one, after now_) lies in the same rotation of level 0 or
+  // an earlier one. In now_'s rotation, r is on level 0: every coarse slot
+  // covering that rotation was drained before it began. In the next, r is
+  // on level 0 unless it still waits in a coarse level's draining slot: so
+  // when no level has one (Link never files into a draining slot, since the
+  // level below holds its span, so that only changes as now_ moves). A few
+  // shifts, and a bit test per level once per tick.
+  bool RemovesLazily(std::uint64_t deadline) {
+    const int top = levels_[0].top();
+    const std::uint64_t rotation = deadline >> top;
+    const std::uint64_t current = now_ >> top;
+    if (rotation == current) return true;
+    if (rotation != current + 1) return false;
+    if (drain_checked_at_ != now_) NoteDraining();
+    return nothing_draining_;
+  }
+  bool InCurrentRotation(std::uint64_t deadline) const {
+    const int top = levels_[0].top();
+    return (deadline >> top) == (now_ >> top);
+  }
+  [[gnu::noinline]] void NoteDraining() {
+    nothing_draining_ = true;
+    for (std::size_t l = 1; l < levels_.size(); ++l) {
+      nothing_draining_ &= levels_[l].DrainingSlot(now_) == Level::kNone;
+    }
+    drain_checked_at_ = now_;
   }
 
   // The level a deadline is filed on now: the lowest that holds it (its
@@ -457,17 +476,14 @@ class Wheel {
     return level.first_slot() + level.SlotOfTick(deadline);
   }
 
-  // Links entry i into the slot its deadline is filed in, marks the slot
-  // occupied, and records in the deadline whether that is above level 0.
+  // Links entry i into the slot its deadline is filed in, and marks the
+  // slot occupied.
   void Link(std::uint32_t i) {
-    Entry& e = pool_.At(i);
-    const std::uint64_t deadline = e.deadline & ~kCoarse;
-    const std::size_t l = LevelFor(deadline);
-    Level& level = levels_[l];
+    const std::uint64_t deadline = pool_.At(i).deadline;
+    Level& level = levels_[LevelFor(deadline)];
     const std::uint32_t slot = level.SlotOfTick(deadline);
     lists_.Link(pool_, i, level.first_slot() + slot);
     level.Mark(slot);
-    e.deadline = l == 0 ? deadline : deadline | kCoarse;
   }
 
   // Unlinks entry i. A slot left empty is unmarked, so an idle loop is not
@@ -530,10 +546,10 @@ class Wheel {
 
   void Reschedule(std::uint32_t i, std::uint64_t deadline) {
     Entry& e = pool_.At(i);
-    if (deadline >= (e.deadline & ~kCoarse)) {
+    if (deadline >= e.deadline) {
       // Lazy: the entry's slot is processed no later than its old deadline,
       // and files it again then.
-      e.deadline = deadline | (e.deadline & kCoarse);
+      e.deadline = deadline;
       return;
     }
     Unlink(i);
@@ -661,6 +677,10 @@ class Wheel {
   std::uint64_t refiled_ = 0;
   std::size_t removed_in_lists_ = 0;
   std::uint32_t purge_cursor_ = 0;  // where Purge goes on
+  // RemovesLazily's note: whether no coarse level had a draining slot at
+  // tick drain_checked_at_.
+  std::uint64_t drain_checked_at_ = kNever;
+  bool nothing_draining_ = false;
 
   Pool pool_;
   KeyIndex index_;
