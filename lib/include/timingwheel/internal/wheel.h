@@ -52,9 +52,9 @@ namespace internal {
 // which is processed no later than the old deadline, and is filed again
 // then. Moving earlier unlinks at once.
 //
-// Lazy removes, on level 0 only: a removed timer whose entry is filed on
-// level 0 (so its slot comes within two rotations of level 0, at most
-// 2 * num_slots ticks) leaves the entry in the list, key and value
+// Lazy removes, on level 0 only: a removed timer whose entry is known to be
+// filed on level 0 (so its slot comes within two rotations of level 0, at
+// most 2 * num_slots ticks) leaves the entry in the list, key and value
 // destroyed, marked kRemoved, and the scan of that slot frees it. The
 // unlink would write both neighbours, two more cache misses, for entries
 // the scan walks anyway. A timer filed on a coarse level unlinks at once,
