@@ -444,14 +444,13 @@ class Wheel {
   // level below holds its span, so that only changes as now_ moves). A few
   // shifts, and a bit test per level once per tick.
   bool RemovesLazily(std::uint64_t deadline) {
-    const int top = levels_[0].top();
-    const std::uint64_t rotation = deadline >> top;
-    const std::uint64_t current = now_ >> top;
-    if (rotation == current) return true;
-    if (rotation != current + 1) return false;
+    if (InCurrentRotation(deadline)) return true;
+    // The next rotation: one rotation (num_slots ticks) earlier is now_'s.
+    if (!InCurrentRotation(deadline - num_slots())) return false;
     if (drain_checked_at_ != now_) NoteDraining();
     return nothing_draining_;
   }
+  // True if `deadline` is in now_'s rotation of level 0.
   bool InCurrentRotation(std::uint64_t deadline) const {
     const int top = levels_[0].top();
     return (deadline >> top) == (now_ >> top);
