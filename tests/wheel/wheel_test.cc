@@ -943,20 +943,12 @@ TEST(WheelTest, RemoveIsLazyExactlyForTimersFiledOnLevel0) {
 
 TEST(WheelTest, PrefetchHintsChangeNothing) {
   // PrefetchEntry matches on the 32-bit hash alone, so with colliding keys
-  // it may touch another key's entry, and PrefetchLinks gets whatever
-  // candidate it returned: they must still only read.
+  // it may touch another key's entry: it must still only read.
   Wheel<std::uint64_t, std::uint64_t, ConstantHash> w(4);
   for (std::uint64_t k = 0; k < 10; ++k) w.Set(k, k, 1 + k);
   for (std::uint64_t k = 0; k < 20; ++k) {
     w.PrefetchIndex(w.HashOf(k));
-    const std::uint32_t candidate = w.PrefetchEntry(w.HashOf(k));
-    w.PrefetchLinks(candidate, /*removing=*/k % 2 == 0, /*deadline=*/k % 5);
-  }
-  // Stale or made-up candidates are only bounds-checked, never followed.
-  for (std::uint32_t candidate :
-       {0u, 9u, 10u, 12345u, 0x7FFFFFFFu, decltype(w)::kNoEntry}) {
-    w.PrefetchLinks(candidate, true, 0);
-    w.PrefetchLinks(candidate, false, 1);
+    w.PrefetchEntry(w.HashOf(k));
   }
   EXPECT_EQ(w.size(), 10u);
   for (std::uint64_t k = 0; k < 10; ++k) {

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "timingwheel/internal/large_alloc.h"
+#include "timingwheel/internal/prefetch.h"
 
 namespace timingwheel {
 namespace internal {
@@ -155,9 +156,9 @@ class KeyIndex {
   // Fetches the line(s) where a lookup of `hash` starts. No effect on state.
   void Prefetch(std::uint32_t hash) const {
     if (words_ == nullptr) return;
-    PrefetchWord(&words_[Home(hash)]);
+    internal::Prefetch(&words_[Home(hash)]);
     if (old_ != nullptr) [[unlikely]]
-      PrefetchWord(&old_[OldStart(hash)]);
+      internal::Prefetch(&old_[OldStart(hash)]);
   }
 
   // The position of the word for `hash` whose entry satisfies matches(entry),
@@ -417,15 +418,6 @@ class KeyIndex {
     return std::max(HomeIn(hash, old_shift_), cursor_);
   }
 
-  // gcc counts __builtin_prefetch as no side effect: a function doing
-  // nothing else is deemed const, and a call to it that was not inlined
-  // early is deleted. The empty volatile asm is a side effect and costs no
-  // instruction.
-  static void PrefetchWord(const std::uint64_t* p) {
-    __builtin_prefetch(p);
-    asm volatile("" : : "r"(p));
-  }
-
   std::size_t OldCapacity() const {
     return old_ == nullptr ? 0 : old_mask_ + 1;
   }
@@ -584,8 +576,9 @@ class KeyIndex {
   }
 
   // Moves every live word, from both tables during a resize, into a new
-  // table of `new_capacity` words, ending any resize.
-  void Rehash(std::size_t new_capacity) {
+  // table of `new_capacity` words, ending any resize. Out of line: rare,
+  // and kept out of the callers' hot code.
+  [[gnu::noinline]] void Rehash(std::size_t new_capacity) {
     std::uint64_t* words = Allocate(new_capacity);
     std::memset(words, 0xFF, new_capacity * sizeof(std::uint64_t));
     const std::size_t mask = new_capacity - 1;

@@ -38,10 +38,6 @@ class SlotLists {
   std::uint32_t Head(std::uint32_t slot, std::uint32_t lane) const {
     return heads_[std::size_t{slot} * kLanes + lane];
   }
-  // The head word that linking entry i into `slot` writes (for prefetching).
-  const std::uint32_t* HeadFor(std::uint32_t slot, std::uint32_t i) const {
-    return &heads_[ListOf(slot, i)];
-  }
 
   // Puts entry i first in its lane of `slot`. O(1).
   void Link(Pool& pool, std::uint32_t i, std::uint32_t slot) {

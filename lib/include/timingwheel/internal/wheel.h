@@ -18,6 +18,7 @@
 #include "timingwheel/internal/key_index.h"
 #include "timingwheel/internal/level.h"
 #include "timingwheel/internal/manual_storage.h"
+#include "timingwheel/internal/prefetch.h"
 #include "timingwheel/internal/slot_lists.h"
 #include "timingwheel/internal/ticks.h"
 
@@ -68,9 +69,9 @@ namespace internal {
 // stretches are skipped in one step.
 //
 // Batches: a caller applying many operations computes HashOf(key) once per
-// operation, calls PrefetchIndex a few operations ahead, PrefetchEntry
-// nearer and PrefetchLinks nearer still, so the cache misses of several
-// operations overlap; the operations then take the same hash.
+// operation, calls PrefetchIndex a few operations ahead and PrefetchEntry
+// nearer, so the cache misses of several operations overlap; the
+// operations then take the same hash.
 //
 // Not thread-safe: one thread owns a Wheel.
 template <typename K, typename V, typename Hash = absl::Hash<K>,
@@ -84,8 +85,6 @@ class Wheel {
   static constexpr std::uint32_t kLanes = Lists::kLanes;
   // Largest num_slots: level 0 and the levels above fit the lists' ids.
   static constexpr std::uint32_t kMaxSlots = Lists::kMaxSlots / 2;
-  // What PrefetchEntry returns when no entry is stored under the hash.
-  static constexpr std::uint32_t kNoEntry = Pool::kNil;
   // Slots of each level above level 0, unless the constructor says.
   static constexpr std::uint32_t kLevelSlots = 64;
 
@@ -215,37 +214,11 @@ class Wheel {
   void PrefetchIndex(std::uint32_t hash) const { index_.Prefetch(hash); }
   // Once that line has arrived: fetches the entry of the first word stored
   // under `hash`, without reading any entry (a collision at worst fetches
-  // the wrong one), and returns it for PrefetchLinks: a candidate, or
-  // kNoEntry.
-  std::uint32_t PrefetchEntry(std::uint32_t hash) const {
+  // the wrong one).
+  void PrefetchEntry(std::uint32_t hash) const {
     const std::size_t pos =
         index_.Find(hash, [](std::uint32_t) { return true; });
-    if (pos == KeyIndex::kAbsent) return kNoEntry;
-    const std::uint32_t i = index_.EntryAt(pos);
-    __builtin_prefetch(&pool_.At(i), 1);
-    return i;
-  }
-  // Once the candidate's entry has arrived: fetches what unlinking it
-  // (removing, or moving earlier than its deadline) and relinking it at
-  // `deadline` will write: its neighbours and the new list's head. The
-  // candidate may be stale by now; its links are only bounds-checked here,
-  // never followed.
-  void PrefetchLinks(std::uint32_t candidate, bool removing,
-                     std::uint64_t deadline) const {
-    if (!pool_.Holds(candidate)) return;
-    const Entry& e = pool_.At(candidate);
-    // Lazy: one write either way.
-    // (A remove due in level 0's next rotation may be lazy too; fetching
-    // its neighbours then only wastes the fetch.)
-    if (removing ? InCurrentRotation(e.deadline) : deadline >= e.deadline) {
-      return;
-    }
-    PrefetchIfEntry(e.prev);
-    PrefetchIfEntry(e.next);
-    if (!removing) {
-      __builtin_prefetch(lists_.HeadFor(SlotFor(Clamp(deadline)), candidate),
-                         1);
-    }
+    if (pos != KeyIndex::kAbsent) Prefetch(&pool_.At(index_.EntryAt(pos)));
   }
 
   // The first tick after now() at which the wheel has work, or kNever when
@@ -422,7 +395,7 @@ class Wheel {
   }
 
   void PrefetchIfEntry(std::uint32_t i) const {
-    if (pool_.Holds(i)) __builtin_prefetch(&pool_.At(i), 1);
+    if (pool_.Holds(i)) Prefetch(&pool_.At(i));
   }
 
   std::uint64_t Clamp(std::uint64_t deadline) const {
