@@ -2456,6 +2456,36 @@ TEST(E6Now, ManualTickerTimeIsTicksTimesInterval) {
   EXPECT_EQ(wheel.Now(), 6 * kInterval);
 }
 
+// A tick that fires thousands of timers hands them to the workers in
+// pieces while it collects the rest; every callback still sees the tick
+// that fired it done, and itself counted in stats().fired.
+TEST(E6Now, EveryCallbackOfABigTickSeesItsTickAndItsCount) {
+  constexpr int kTimers = 5000;
+  std::atomic<int> started{0}, wrong_time{0}, uncounted{0};
+  Options options = TestOptions();
+  options.execute_workers = 2;
+  ManualWheel w(
+      8,
+      [&](IntWheel& wheel, int, int) {
+        const int mine = started.fetch_add(1) + 1;
+        if (wheel.Now() != 2 * kInterval) wrong_time.fetch_add(1);
+        if (wheel.stats().fired < static_cast<std::uint64_t>(mine)) {
+          uncounted.fetch_add(1);
+        }
+      },
+      options);
+  IntWheel& wheel = w.wheel();
+  w.Tick();
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE(wheel.SetTimer(k, k, kInterval).ok());
+  }
+  w.Tick();
+  EXPECT_EQ(started.load(), kTimers);
+  EXPECT_EQ(wrong_time.load(), 0);
+  EXPECT_EQ(uncounted.load(), 0);
+  EXPECT_EQ(w.KeysFiredAt(2).size(), static_cast<std::size_t>(kTimers));
+}
+
 // With real time: time since Create on the monotonic clock. Bounds only
 // from the steady clock read around the calls; nothing about speed.
 TEST(E6Now, RealTimeFollowsTheClock) {
