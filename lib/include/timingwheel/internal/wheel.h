@@ -103,7 +103,7 @@ class Wheel {
         lists_(levels_.back().first_slot() + levels_.back().slots()) {}
 
   ~Wheel() {
-    index_.ForEach([this](std::uint32_t i) { DestroyEntry(pool_.At(i)); });
+    ForEachTimer([](Entry& e) { DestroyEntry(e); });
   }
 
   Wheel(const Wheel&) = delete;
@@ -259,11 +259,10 @@ class Wheel {
   }
 
   // Removes every timer, handing each to sink(K&&, V&&) in no set order.
-  // O(size + slots).
+  // O(pool + slots).
   template <typename Sink>
   void TakeAll(Sink&& sink) {
-    index_.ForEach([&](std::uint32_t i) {
-      Entry& e = pool_.At(i);
+    ForEachTimer([&](Entry& e) {
       sink(std::move(e.key.Get()), std::move(e.value.Get()));
       DestroyEntry(e);
     });
@@ -392,6 +391,19 @@ class Wheel {
   std::size_t Find(const K& key, std::uint32_t hash) const {
     return index_.Find(
         hash, [&](std::uint32_t i) { return eq_(pool_.At(i).key.Get(), key); });
+  }
+
+  // Calls fn(entry) for the entry of every timer, in pool order: O(pool
+  // indices handed out), reading the pool in sequence. (Following the index
+  // to each entry instead waited for a cache miss per timer: a Stop or
+  // Drain of a million timers took ~0.1 s.)
+  template <typename Fn>
+  void ForEachTimer(Fn&& fn) {
+    for (std::uint32_t i = 0; pool_.Holds(i); ++i) {
+      if (!pool_.InUse(i)) continue;
+      Entry& e = pool_.At(i);
+      if (e.deadline != kRemoved) fn(e);  // a removed one holds no timer
+    }
   }
 
   void PrefetchIfEntry(std::uint32_t i) const {
