@@ -417,31 +417,21 @@ class EventLoop final : public TickSink {
 
   // Runs the ticks up to `due` and hands what fired to the execute pool. A
   // manual tick also waits for its callbacks (ManualTicker::Tick's (c)).
-  // A tick that fires many timers hands them over kFiredChunk at a time, so
-  // the workers start on the first while the loop collects the rest: with
-  // one hand-over a tick, a timer waited for the whole tick's collection
-  // before its callback could start.
   void AdvanceTo(std::uint64_t due) {
+    const std::size_t before = fired_.size();
     wheel_.AdvanceTo(due, [this](std::uint64_t, K&& key, V&& value) {
       fired_.emplace_back(std::move(key), std::move(value));
-      if (fired_.size() == kFiredChunk) HandOverFired();
     });
-    HandOverFired();
+    stats_.counts().fired += fired_.size() - before;
+    time_.Advanced(wheel_.now());
+    // Counters first: a caller that sees a callback run also sees it
+    // counted in stats().
+    Publish();
+    execute_pool_.Submit(fired_);
     if (time_.manual()) {
       execute_pool_.WaitIdle();
       time_.TickCompleted();
     }
-  }
-
-  // Hands fired_ to the execute pool, after the time and the counters
-  // (a callback sees the tick that fired it done, and a caller that sees a
-  // callback run also sees it counted in stats()).
-  static constexpr std::size_t kFiredChunk = 1024;
-  void HandOverFired() {
-    stats_.counts().fired += fired_.size();
-    time_.Advanced(wheel_.now());
-    Publish();
-    execute_pool_.Submit(fired_);
   }
 
   // After the Stop command: the gate was closed before it was pushed, so
