@@ -40,9 +40,9 @@ class ApplyPipeline {
   // Applies commands[0, n) in order, n <= kBatch: set, move and remove to
   // the wheel, counted in `counts`; every other command (drain, tick, stop)
   // is handed to other(command) at its turn. Flattened: the wheel's
-  // per-command code is inlined whole (its cold paths are noinline), as
-  // gcc's own choice dropped pieces of it after unrelated edits, at 3-7 ns a
-  // command.
+  // per-command code is inlined whole (its cold paths are noinline), so
+  // that the inliner's size limits, which unrelated edits shift, do not set
+  // the loop's cost per command (docs/design-notes.md).
   template <typename Other>
   [[gnu::flatten]] void Apply(Cmd* commands, std::size_t n, Stats& counts,
                               Other&& other) {

@@ -11,9 +11,8 @@ namespace internal {
 // Every prefetch of the library goes through here, because gcc counts
 // __builtin_prefetch as no side effect: a function that does nothing else
 // (or only reads memory besides) is deemed const or pure, and a call to it
-// whose result is unused is deleted when it was not inlined early. That
-// silently dropped the wheel's list prefetches. The empty volatile asm is a
-// side effect and costs no instruction.
+// whose result is unused is deleted when it was not inlined early. The
+// empty volatile asm is a side effect and costs no instruction.
 inline void Prefetch(const void* p) {
   __builtin_prefetch(p);
   asm volatile("" : : "r"(p));
