@@ -47,10 +47,17 @@ class ApplyPipeline {
   [[gnu::flatten]] void Apply(Cmd* commands, std::size_t n, Stats& counts,
                               Other&& other) {
     constexpr std::size_t d = kDistance;
-    for (std::size_t i = 0; i < n + 2 * d; ++i) {
+    // The first 2d steps only fetch. Then every step applies one command;
+    // the fetches' bounds are tested as unsigned differences (i - d wraps
+    // for i < d), one compare each.
+    for (std::size_t i = 0; i < 2 * d; ++i) {
       if (i < n) FetchIndex(commands, i);
-      if (i >= d && i - d < n) FetchEntry(commands, i - d);
-      if (i >= 2 * d) ApplyOne(commands, i - 2 * d, counts, other);
+      if (i - d < n) FetchEntry(commands, i - d);
+    }
+    for (std::size_t i = 2 * d; i < n + 2 * d; ++i) {
+      if (i < n) FetchIndex(commands, i);
+      if (i - d < n) FetchEntry(commands, i - d);
+      ApplyOne(commands, i - 2 * d, counts, other);
     }
   }
 
