@@ -13,6 +13,8 @@
 namespace timingwheel {
 namespace internal {
 
+static_assert(kMaxTick < std::uint64_t{1} << 63);
+
 // A level's slots each span 2^shift ticks, and a rotation of the level is
 // 2^bits slots: exactly one slot of the level above (Kafka's overflow
 // wheels, tokio's levels). A tick's "slot number" on the level is
@@ -34,6 +36,8 @@ class Level {
   Level(int shift, int bits, std::uint32_t first_slot)
       : shift_(shift),
         bits_(bits),
+        rotation_shift_(std::min(shift + bits, 63)),
+        slot_mask_((std::uint32_t{2} << bits) - 1),
         first_slot_(first_slot),
         occupied_((std::size_t{2} << bits) / 64 + 1, 0) {}
 
@@ -48,13 +52,12 @@ class Level {
   // True if this level can hold `deadline` at tick `now`: the deadline is
   // in now's rotation or the next.
   bool Holds(std::uint64_t now, std::uint64_t deadline) const {
-    if (top() >= 64) return true;
-    return (deadline >> top()) - (now >> top()) <= 1;
+    return (deadline >> rotation_shift_) - (now >> rotation_shift_) <= 1;
   }
 
   // The physical slot of slot number a.
   std::uint32_t SlotOf(std::uint64_t a) const {
-    return static_cast<std::uint32_t>(a & (slots() - 1));
+    return static_cast<std::uint32_t>(a) & slot_mask_;
   }
   // The physical slot where `tick` is filed.
   std::uint32_t SlotOfTick(std::uint64_t tick) const {
@@ -139,6 +142,12 @@ class Level {
 
   int shift_;
   int bits_;
+  // top(), but at most 63, for Holds, which every filing runs (sets,
+  // earlier moves, refiles): so it takes no branch. A shift by 64 or more would
+  // be undefined, and ticks stay below 2^63 (kMaxTick), so at 63 the top level
+  // holds every deadline, as it must.
+  int rotation_shift_;
+  std::uint32_t slot_mask_;  // slots() - 1
   std::uint32_t first_slot_;
   std::vector<std::uint64_t> occupied_;  // bit s: physical slot s is in use
 };
