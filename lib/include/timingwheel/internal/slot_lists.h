@@ -39,9 +39,8 @@ class SlotLists {
     return heads_[std::size_t{slot} * kLanes + lane];
   }
 
-  // Puts entry i first in its lane of `slot`. O(1).
-  void Link(Pool& pool, std::uint32_t i, std::uint32_t slot) {
-    Entry& e = pool.At(i);
+  // Puts entry i, which is e, first in its lane of `slot`. O(1).
+  void Link(Pool& pool, std::uint32_t i, Entry& e, std::uint32_t slot) {
     const std::uint32_t list = ListOf(slot, i);
     e.prev = kHeadTag | list;
     e.next = heads_[list];
@@ -49,11 +48,10 @@ class SlotLists {
     heads_[list] = i;
   }
 
-  // Takes entry i out of its list. O(1). Returns the slot if i was the last
+  // Takes entry e out of its list. O(1). Returns the slot if e was the last
   // entry of its lane (the slot may now be empty: see Empty), else kNoSlot.
   static constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
-  std::uint32_t Unlink(Pool& pool, std::uint32_t i) {
-    Entry& e = pool.At(i);
+  std::uint32_t Unlink(Pool& pool, Entry& e) {
     std::uint32_t emptied = kNoSlot;
     if (e.prev & kHeadTag) {
       const std::uint32_t list = e.prev & ~kHeadTag;

@@ -143,13 +143,12 @@ class Wheel {
   // Throws std::bad_alloc, changing nothing, when memory runs out.
   bool Set(K key, V value, std::uint64_t deadline, std::uint32_t hash) {
     deadline = Clamp(deadline);
-    const std::size_t pos = Find(key, hash);
-    if (pos != KeyIndex::kAbsent) {
-      const std::uint32_t i = index_.EntryAt(pos);
-      Entry& e = pool_.At(i);
+    const Found found = Find(key, hash);
+    if (found.entry != nullptr) {
+      Entry& e = *found.entry;
       e.value.Destroy();
       e.value.Construct(std::move(value));
-      Reschedule(i, deadline);
+      Reschedule(found.i, e, deadline);
       return true;
     }
     pool_.ReserveOne();
@@ -160,7 +159,7 @@ class Wheel {
     e.value.Construct(std::move(value));
     e.deadline = deadline;
     index_.Insert(hash, i);
-    Link(i);
+    Link(i, e);
     return false;
   }
   bool Set(K key, V value, std::uint64_t deadline) {
@@ -172,9 +171,9 @@ class Wheel {
   // value. Returns false if the key is absent. A later deadline costs one
   // index probe and one write; an earlier one also relinks the entry.
   bool Move(const K& key, std::uint64_t deadline, std::uint32_t hash) {
-    const std::size_t pos = Find(key, hash);
-    if (pos == KeyIndex::kAbsent) return false;
-    Reschedule(index_.EntryAt(pos), Clamp(deadline));
+    const Found found = Find(key, hash);
+    if (found.entry == nullptr) return false;
+    Reschedule(found.i, *found.entry, Clamp(deadline));
     return true;
   }
   bool Move(const K& key, std::uint64_t deadline) {
@@ -184,26 +183,27 @@ class Wheel {
   // Removes a present key; its value is destroyed. Returns false if absent.
   // One index probe and an O(1) unlink.
   bool Remove(const K& key, std::uint32_t hash) {
-    const std::size_t pos = Find(key, hash);
-    if (pos == KeyIndex::kAbsent) return false;
-    const std::uint32_t i = index_.EntryAt(pos);
-    index_.EraseAt(pos);
-    Entry& e = pool_.At(i);
+    const Found found = Find(key, hash);
+    if (found.entry == nullptr) return false;
+    index_.EraseAt(found.pos);
+    Entry& e = *found.entry;
     DestroyEntry(e);
     if (RemovesLazily(e.deadline)) {
       e.deadline = kRemoved;
       ++removed_in_lists_;
       return true;
     }
-    Unlink(i);
-    pool_.Free(i);
+    Unlink(e);
+    pool_.Free(found.i);
     return true;
   }
   bool Remove(const K& key) { return Remove(key, HashOf(key)); }
 
   // The deadline of a present key, or nullopt. One index probe.
   std::optional<std::uint64_t> DeadlineOf(const K& key) const {
-    const std::size_t pos = Find(key, HashOf(key));
+    const std::size_t pos = index_.Find(HashOf(key), [&](std::uint32_t i) {
+      return eq_(pool_.At(i).key.Get(), key);
+    });
     if (pos == KeyIndex::kAbsent) return std::nullopt;
     return pool_.At(index_.EntryAt(pos)).deadline;
   }
@@ -388,9 +388,25 @@ class Wheel {
     return levels;
   }
 
-  std::size_t Find(const K& key, std::uint32_t hash) const {
-    return index_.Find(
-        hash, [&](std::uint32_t i) { return eq_(pool_.At(i).key.Get(), key); });
+  // What Find found: the index position, pool index and entry of a key;
+  // entry is null when the key is absent.
+  struct Found {
+    std::size_t pos;
+    std::uint32_t i;
+    Entry* entry;
+  };
+  // The entry it compared the key with comes back too, so that the caller
+  // need not look it up in the pool again.
+  Found Find(const K& key, std::uint32_t hash) {
+    Found found{KeyIndex::kAbsent, 0, nullptr};
+    found.pos = index_.Find(hash, [&](std::uint32_t i) {
+      Entry& e = pool_.At(i);
+      if (!eq_(e.key.Get(), key)) return false;
+      found.i = i;
+      found.entry = &e;
+      return true;
+    });
+    return found;
   }
 
   // Calls fn(entry) for the entry of every timer, in pool order: O(pool
@@ -461,18 +477,18 @@ class Wheel {
 
   // Links entry i into the slot its deadline is filed in, and marks the
   // slot occupied.
-  void Link(std::uint32_t i) {
-    const std::uint64_t deadline = pool_.At(i).deadline;
+  void Link(std::uint32_t i, Entry& e) {
+    const std::uint64_t deadline = e.deadline;
     Level& level = levels_[LevelFor(deadline)];
     const std::uint32_t slot = level.SlotOfTick(deadline);
-    lists_.Link(pool_, i, level.first_slot() + slot);
+    lists_.Link(pool_, i, e, level.first_slot() + slot);
     level.Mark(slot);
   }
 
   // Unlinks entry i. A slot left empty is unmarked, so an idle loop is not
   // woken for it.
-  void Unlink(std::uint32_t i) {
-    const std::uint32_t slot = lists_.Unlink(pool_, i);
+  void Unlink(Entry& e) {
+    const std::uint32_t slot = lists_.Unlink(pool_, e);
     if (slot != Lists::kNoSlot && lists_.Empty(slot)) {
       Level& level = LevelOfSlot(slot);
       level.Unmark(slot - level.first_slot());
@@ -496,7 +512,7 @@ class Wheel {
       if (!pool_.Holds(purge_cursor_)) purge_cursor_ = 0;
       const std::uint32_t i = purge_cursor_++;
       if (pool_.InUse(i) && pool_.At(i).deadline == kRemoved) {
-        Unlink(i);
+        Unlink(pool_.At(i));
         pool_.Free(i);
         --removed_in_lists_;
       }
@@ -527,17 +543,16 @@ class Wheel {
     pool_.Free(from);
   }
 
-  void Reschedule(std::uint32_t i, std::uint64_t deadline) {
-    Entry& e = pool_.At(i);
+  void Reschedule(std::uint32_t i, Entry& e, std::uint64_t deadline) {
     if (deadline >= e.deadline) {
       // Lazy: the entry's slot is processed no later than its old deadline,
       // and files it again then.
       e.deadline = deadline;
       return;
     }
-    Unlink(i);
+    Unlink(e);
     e.deadline = deadline;
-    Link(i);
+    Link(i, e);
   }
 
   // The cursor has reached now_: finish draining every coarse slot that
@@ -575,10 +590,11 @@ class Wheel {
         const std::uint32_t i = cursor[l];
         if (i == Pool::kNil) continue;
         any = true;
-        assert(pool_.At(i).deadline != kRemoved);  // level 0 only
-        cursor[l] = pool_.At(i).next;
+        Entry& e = pool_.At(i);
+        assert(e.deadline != kRemoved);  // level 0 only
+        cursor[l] = e.next;
         PrefetchIfEntry(cursor[l]);
-        Link(i);
+        Link(i, e);
         ++refiled_;
         ++moved;
       }
@@ -618,7 +634,7 @@ class Wheel {
     std::size_t fired = 0;
     auto retire = [&](const Firing& f) {
       Entry& e = pool_.At(f.entry);
-      index_.EraseAt(Find(e.key.Get(), f.hash));
+      index_.EraseAt(Find(e.key.Get(), f.hash).pos);
       sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
       DestroyEntry(e);
       pool_.Free(f.entry);
@@ -641,7 +657,7 @@ class Wheel {
           f = {i, HashOf(e.key.Get())};
           index_.Prefetch(f.hash);
         } else {
-          Link(i);
+          Link(i, e);
           ++refiled_;
         }
       }
