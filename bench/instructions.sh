@@ -30,7 +30,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # count BUILD FILTER FUNCTION ITEMS: instructions per item of one benchmark.
 count() {
-  valgrind --tool=callgrind --collect-atstart=no --toggle-collect="*$3*" \
+  valgrind --tool=callgrind --collect-atstart=no --toggle-collect="(anonymous namespace)::$3(*" \
     --callgrind-out-file="$tmp/cg" "$1/bench/wheel_micro" \
     --benchmark_filter="$2" --benchmark_min_time=0.001 \
     --benchmark_format=json >"$tmp/json" 2>/dev/null

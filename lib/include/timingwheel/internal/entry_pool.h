@@ -118,10 +118,11 @@ class EntryPool {
   }
 
   // Returns i to the pool; the caller has destroyed what it constructed.
-  void Free(std::uint32_t i) {
+  void Free(std::uint32_t i) { Free(i, At(i)); }
+  // The same, for a caller that holds the entry: e is At(i).
+  void Free(std::uint32_t i, Entry& e) {
     static_assert(std::is_same_v<decltype(Entry::prev), std::uint32_t> &&
                   std::is_same_v<decltype(Entry::next), std::uint32_t>);
-    Entry& e = At(i);
     e.prev = kFreeMark;
     // Above scan_ the mark is enough: the scan will find it.
     if (i < scan_) {

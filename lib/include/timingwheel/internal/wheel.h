@@ -194,7 +194,7 @@ class Wheel {
       return true;
     }
     Unlink(e);
-    pool_.Free(found.i);
+    pool_.Free(found.i, e);
     return true;
   }
   bool Remove(const K& key) { return Remove(key, HashOf(key)); }
@@ -628,16 +628,19 @@ class Wheel {
     lists_.ClearSlot(slot);
     level.Unmark(physical);
     struct Firing {
-      std::uint32_t entry, hash;
+      Entry* e;
+      std::uint32_t i, hash;
     };
     Firing firing[kFiring];
     std::size_t fired = 0;
+    // The entry's word is the one naming it: found without reading the key.
     auto retire = [&](const Firing& f) {
-      Entry& e = pool_.At(f.entry);
-      index_.EraseAt(Find(e.key.Get(), f.hash).pos);
+      index_.EraseAt(
+          index_.Find(f.hash, [&f](std::uint32_t i) { return i == f.i; }));
+      Entry& e = *f.e;
       sink(tick, std::move(e.key.Get()), std::move(e.value.Get()));
       DestroyEntry(e);
-      pool_.Free(f.entry);
+      pool_.Free(f.i, e);
     };
     for (bool walking = true; walking;) {
       walking = false;
@@ -649,12 +652,12 @@ class Wheel {
         cursor[l] = e.next;
         PrefetchIfEntry(e.next);
         if (e.deadline == kRemoved) {
-          pool_.Free(i);
+          pool_.Free(i, e);
           --removed_in_lists_;
         } else if (e.deadline <= tick) {
           Firing& f = firing[fired++ % kFiring];
           if (fired > kFiring) retire(f);
-          f = {i, HashOf(e.key.Get())};
+          f = {&e, i, HashOf(e.key.Get())};
           index_.Prefetch(f.hash);
         } else {
           Link(i, e);
