@@ -475,8 +475,8 @@ class Wheel {
     return level.first_slot() + level.SlotOfTick(deadline);
   }
 
-  // Links entry i into the slot its deadline is filed in, and marks the
-  // slot occupied.
+  // Links entry i, which is e, into the slot its deadline is filed in, and
+  // marks the slot occupied.
   void Link(std::uint32_t i, Entry& e) {
     const std::uint64_t deadline = e.deadline;
     Level& level = levels_[LevelFor(deadline)];
@@ -485,7 +485,7 @@ class Wheel {
     level.Mark(slot);
   }
 
-  // Unlinks entry i. A slot left empty is unmarked, so an idle loop is not
+  // Unlinks entry e. A slot left empty is unmarked, so an idle loop is not
   // woken for it.
   void Unlink(Entry& e) {
     const std::uint32_t slot = lists_.Unlink(pool_, e);
