@@ -1001,6 +1001,10 @@ TEST(B2Batch, ARefusedBatchLeavesStringItemsAsTheyWere) {
   EXPECT_EQ(four, four_before);
   release.Notify();
   ticking.join();
+  // max_pending counts commands queued and not yet applied, and nothing
+  // says the loop has applied `fill` by now: this thread's Tick, queued
+  // behind it, returns once it has (S9), and fires it.
+  ticker->Tick();
   ASSERT_TRUE(w.SetTimers(absl::MakeSpan(two), kInterval).ok());
   ticker->Tick(2);
   std::lock_guard<std::mutex> lock(mu);
