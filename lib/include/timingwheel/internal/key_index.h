@@ -31,8 +31,9 @@ namespace internal {
 // Why not absl::flat_hash_set: the loop hides the map's cache misses by
 // prefetching a few commands ahead, and flat_hash_set's prefetch fetches one
 // line of a probe group that spans two or three, so most lookups still
-// waited for a miss. Here a key's words start at one known position, so one
-// prefetch covers the lookup. (docs/design-notes.md has the measurements.)
+// waited for a miss. Here a key's words start at one known position, so
+// Prefetch can fetch the lines that a lookup, and an erase's shift after
+// it, mostly read. (docs/design-notes.md has the measurements.)
 //
 // Layout: one array of 8-byte words, hash << 32 | entry, empty = all ones;
 // linear probing from home(hash); deletion shifts later words back, so there
@@ -153,10 +154,16 @@ class KeyIndex {
            sizeof(std::uint64_t);
   }
 
-  // Fetches the line(s) where a lookup of `hash` starts. No effect on state.
+  // Fetches the lines where a lookup of `hash` starts: its home's line and
+  // the next. No effect on state. The second line is for the probe runs of
+  // a table up to 3/4 full: a lookup that misses walks to the run's end, and
+  // EraseAt walks on from the word it erases to the run's end, and either
+  // often crosses into the next line.
   void Prefetch(std::uint32_t hash) const {
     if (words_ == nullptr) return;
-    internal::Prefetch(&words_[Home(hash)]);
+    const std::size_t home = Home(hash);
+    internal::Prefetch(&words_[home]);
+    internal::Prefetch(&words_[(home + 8) & mask_]);
     if (old_ != nullptr) [[unlikely]]
       internal::Prefetch(&old_[OldStart(hash)]);
   }
