@@ -347,18 +347,26 @@ class KeyIndex {
     if (old_ == nullptr) return false;
     const std::size_t end = cursor_ + std::min(budget, OldCapacity() - cursor_);
     // Live old words all lie at or after the cursor, so the scan stops at
-    // the last one. (Locals: the stores into the table could alias the
-    // members.)
+    // the end of the chunk holding the last one. (Locals: the stores into
+    // the table could alias the members.)
     std::size_t cursor = cursor_, live = old_live_;
     std::uint64_t* const words = words_;
     const std::size_t mask = mask_;
     const int shift = shift_;
-    for (; cursor < end && live > 0; ++cursor) {
-      const std::uint64_t w = old_[cursor];
-      if (IsLive(w)) {
-        Put(words, mask, shift, w);
-        --live;
+    // In chunks: first the live words are gathered without a branch on
+    // each (about half the old words are empty, at random, so that branch
+    // would mispredict every other word), then put.
+    std::uint64_t gathered[kMigrateChunk];
+    while (cursor < end && live > 0) {
+      const std::size_t stop = std::min(end, cursor + kMigrateChunk);
+      std::size_t n = 0;
+      for (; cursor < stop; ++cursor) {
+        const std::uint64_t w = old_[cursor];
+        gathered[n] = w;
+        n += IsLive(w);
       }
+      for (std::size_t k = 0; k < n; ++k) Put(words, mask, shift, gathered[k]);
+      live -= n;
     }
     cursor_ = cursor;
     old_live_ = live;
@@ -390,6 +398,8 @@ class KeyIndex {
   static constexpr std::uint64_t kTombstone = kEmpty - 1;
   // Marks a position in the old table of a resize.
   static constexpr std::size_t kOldTable = ~(~std::size_t{0} >> 1);
+  // Old positions ResizeStep scans before it puts the live words among them.
+  static constexpr std::size_t kMigrateChunk = 64;
   // Old-table words given back at a time as the cursor passes them.
   static constexpr std::size_t kReleaseWords =
       kHugePageBytes / sizeof(std::uint64_t);
