@@ -17,7 +17,7 @@ namespace internal {
 // (the index line, the entry), and a miss the processor waits for costs far
 // more than the work. Misses that are in flight together overlap, so the
 // batch goes through a software pipeline: while command i is applied, the
-// entry of i + d and the index line of i + 2d are on their way. Each stage
+// entry of i + d and the index lines of i + 2d are on their way. Each stage
 // only prefetches what the next one will read; the commands still take
 // effect strictly in order, so the result is that of applying them one by
 // one. (A stage fetching the neighbours an unlink writes cost more than it
@@ -62,14 +62,14 @@ class ApplyPipeline {
   }
 
  private:
-  // Stage 1: hash the key once for every stage, and fetch its index line.
+  // Stage 1: hash the key once for every stage, and fetch its index lines.
   void FetchIndex(Cmd* commands, std::size_t i) {
     if (!commands[i].counted()) return;
     hashes_[i] = wheel_->HashOf(commands[i].key());
     wheel_->PrefetchIndex(hashes_[i]);
   }
 
-  // Stage 2: the index line has arrived; fetch the entry it names.
+  // Stage 2: the index lines have arrived; fetch the entry they name.
   void FetchEntry(Cmd* commands, std::size_t i) {
     if (!commands[i].counted()) return;
     wheel_->PrefetchEntry(hashes_[i]);

@@ -210,9 +210,10 @@ class Wheel {
 
   // Batch hints (see Batches above); none changes the wheel.
   //
-  // Fetches the index line where a lookup of `hash` starts.
+  // Fetches the index lines where a lookup of `hash` starts (its home's and
+  // the next: see KeyIndex::Prefetch).
   void PrefetchIndex(std::uint32_t hash) const { index_.Prefetch(hash); }
-  // Once that line has arrived: fetches the entry of the first word stored
+  // Once those lines have arrived: fetches the entry of the first word stored
   // under `hash`, without reading any entry (a collision at worst fetches
   // the wrong one).
   void PrefetchEntry(std::uint32_t hash) const {
@@ -614,7 +615,7 @@ class Wheel {
   // walked side by side, one entry of each in turn, prefetching each lane's
   // next entry as soon as its link is known. A fired entry then waits in a ring
   // (kFiring deep) between leaving its list and leaving the index, so that
-  // its index line arrives while the walk goes on. The slot's lists are
+  // its index lines arrive while the walk goes on. The slot's lists are
   // reset at the end rather than unlinked entry by entry.
   template <typename Sink>
   void ScanSlot(Level& level, std::uint32_t physical, Sink& sink) {
