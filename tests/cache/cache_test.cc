@@ -100,6 +100,18 @@ TEST(CacheErrors, CreateForwardsTheWheelsRefusal) {
   o = {};
   o.wheel.num_slots = 0;
   EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.wheel.execute_workers = 0;
+  EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+  // The cache's own wheel runs without max_lag, but a max_lag the wheel
+  // would refuse is still refused.
+  o = {};
+  o.wheel.max_lag = absl::Nanoseconds(-1);
+  EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+  o.wheel.max_lag = absl::InfiniteDuration();
+  EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+  o.wheel.max_lag = absl::Milliseconds(2);  // valid: accepted
+  EXPECT_TRUE(IntCache::Create(o).ok());
   // A ManualTicker drives one wheel: the second cache's wheel is refused.
   o = {};
   o.wheel.ticker = std::make_shared<ManualTicker>();
@@ -215,6 +227,41 @@ TEST(CacheC1, GetNeverReturnsAnExpiredEntryTheWheelHasNotRemovedYet) {
   ticker->Tick(2);
   EXPECT_EQ(listener_calls.load(), kKeys);
   EXPECT_EQ(stale_hits.load(), 0);
+}
+
+// C3's Delete "returns whether the key was present and unexpired": from the
+// first expiry's listener call, the other keys due on that tick are expired
+// and some not yet removed by the wheel. Deleting them returns false, and
+// each value is still told once, as expired.
+TEST(CacheC3, DeleteOfAnExpiredEntryTheWheelHasNotRemovedYetReturnsFalse) {
+  constexpr int kKeys = 64;
+  auto ticker = std::make_shared<ManualTicker>();
+  std::unique_ptr<Cache<int, int>> cache;
+  std::atomic<int> expired{0}, other{0}, deleted_true{0}, deletes{0};
+  CacheOptions o;
+  o.wheel.interval = kInterval;
+  o.wheel.ticker = ticker;
+  auto c = IntCache::Create(o, [&](int, int, RemovalCause cause) {
+    if (cause != RemovalCause::kExpired) {
+      other++;
+      return;
+    }
+    if (expired++ != 0) return;
+    for (int k = 0; k < kKeys; ++k) {
+      deletes++;
+      deleted_true += cache->Delete(k);
+    }
+  });
+  ASSERT_TRUE(c.ok());
+  cache = *std::move(c);
+  for (int k = 0; k < kKeys; ++k)
+    ASSERT_TRUE(cache->Set(k, k, 2 * kInterval).ok());
+  ticker->Tick(2);
+  EXPECT_EQ(deletes.load(), kKeys);
+  EXPECT_EQ(deleted_true.load(), 0);
+  EXPECT_EQ(expired.load(), kKeys);  // every value told once...
+  EXPECT_EQ(other.load(), 0);        // ...and as expired
+  EXPECT_EQ(cache->size(), 0u);
 }
 
 // ---- C2 expiry needs no activity -------------------------------------------

@@ -111,6 +111,11 @@ class Cache {
     if (options.ttl <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError("CacheOptions::ttl must be > 0");
     }
+    // As the user wrote them: the wheel below is created with max_pending
+    // and max_lag cleared, so a bad max_lag would otherwise pass unseen.
+    if (absl::Status s = internal::ValidateOptions(options.wheel); !s.ok()) {
+      return s;
+    }
     std::unique_ptr<Cache> cache;
     try {
       cache = absl::WrapUnique(new Cache(options, std::move(on_removal)));
