@@ -20,6 +20,8 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/hash/hash.h"
@@ -257,6 +259,59 @@ TEST(RealTime, DeadlineCountsFromTheCallNotTheLoop) {
   EXPECT_GE(times[0][0], t0 + 3'000'000'000LL) << "fired early";
   EXPECT_LT(times[0][0], t0 + 4'600'000'000LL)
       << "the deadline was counted from when the loop applied the call";
+}
+
+// docs/api.md B1: a batch's items all have "the same submission time s,
+// read once". One value in the middle of the batch takes 1 s to move into
+// the queue; with the clock read per item, the items after it would be due
+// 1 s later than the others. Bounds: none early, and all within 0.8 s of
+// their common deadline.
+class SlowToMoveOnce {
+ public:
+  SlowToMoveOnce(int v, bool slow) : v_(v), slow_(slow) {}
+  SlowToMoveOnce(SlowToMoveOnce&& o) noexcept : v_(o.v_), slow_(false) {
+    if (std::exchange(o.slow_, false)) absl::SleepFor(absl::Seconds(1));
+  }
+  SlowToMoveOnce& operator=(SlowToMoveOnce&& o) noexcept {
+    v_ = o.v_;
+    slow_ = std::exchange(o.slow_, false);
+    return *this;
+  }
+  int value() const { return v_; }
+
+ private:
+  int v_;
+  bool slow_;
+};
+
+TEST(RealTime, ABatchsItemsShareOneSubmissionTime) {
+  constexpr int kItems = 100;
+  FireTimes fires(kItems);
+  auto wheel = TimingWheel<int, SlowToMoveOnce>::Create(
+      RealOptions(32), [&](int key, SlowToMoveOnce v) {
+        EXPECT_EQ(v.value(), key);
+        fires.Record(key);
+      });
+  ASSERT_TRUE(wheel.ok());
+  std::vector<std::pair<int, SlowToMoveOnce>> items;
+  items.reserve(kItems);  // built in place: the first move is the batch's
+  for (int k = 0; k < kItems; ++k) {
+    items.emplace_back(std::piecewise_construct, std::forward_as_tuple(k),
+                       std::forward_as_tuple(k, k == kItems / 2));
+  }
+  const std::int64_t t0 = NowNs();
+  ASSERT_TRUE(
+      (*wheel)->SetTimers(absl::MakeSpan(items), absl::Seconds(1)).ok());
+  const std::int64_t t1 = NowNs();
+  ASSERT_GE(t1 - t0, 1'000'000'000LL) << "the slow move did not happen";
+  ASSERT_TRUE(fires.WaitFor(kItems));
+  const auto times = fires.Get();
+  for (int k = 0; k < kItems; ++k) {
+    ASSERT_EQ(times[k].size(), 1u) << k;
+    EXPECT_GE(times[k][0], t0 + 1'000'000'000LL) << "item " << k << " early";
+    EXPECT_LT(times[k][0], t0 + 1'800'000'000LL)
+        << "item " << k << " was due later than the batch's submission time";
+  }
 }
 
 // docs/api.md S11: measures the process's CPU time over ~1 s of idling.
