@@ -936,6 +936,12 @@ TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
             StatusCode::kResourceExhausted);
   EXPECT_EQ(w.wheel().SetTimers(absl::MakeSpan(six), kInterval).code(),
             StatusCode::kInvalidArgument);
+  // Larger than max_pending: never fits, for every batch call alike.
+  const std::vector<int> keys6 = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(w.wheel().MoveTimers(keys6, kInterval).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel().RemoveTimers(keys6).code(),
+            StatusCode::kInvalidArgument);
   const std::vector<int> keys2 = {1, 2};
   EXPECT_TRUE(w.wheel().MoveTimers(keys2, 2 * kInterval).ok());  // fills it
 
