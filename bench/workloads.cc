@@ -74,6 +74,7 @@ struct Config {
   double w6_spread_seconds = 10;  // W6-spread's window (peers.md: 10 s)
   double w8_seconds = 10;         // W8's window after the filling
   bool w8_presized = false;       // W8 with Options::expected_timers = w8_n
+  bool w123_presized = false;     // W1-W3 with expected_timers = n
   double w8_lag_ms = 1;           // W8-lag's Options::max_lag
   // W5-lag's variants, for telling its lateness apart: expected_timers = n,
   // and how a refused caller waits before retrying (0: a yield, as
@@ -111,6 +112,9 @@ Config ParseFlags(int argc, char** argv) {
   flags.Add("w8_seconds", &c.w8_seconds, "W8 window after the filling");
   flags.Add("w8_presized", &c.w8_presized,
             "W8 with Options::expected_timers = w8_n (no index growth)");
+  flags.Add("w123_presized", &c.w123_presized,
+            "W1-W3 (and W1b-W3b) with Options::expected_timers = n (no index "
+            "growth)");
   flags.Add("w8_lag_ms", &c.w8_lag_ms, "W8-lag's Options::max_lag in ms");
   flags.Add("w5_lag_presized", &c.w5_lag_presized,
             "W5-lag with Options::expected_timers = n (no index growth)");
@@ -374,8 +378,10 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
     }
   }
 
-  auto wheel =
-      MakeWheel(absl::Seconds(1), 512, 1, [](std::uint64_t, std::uint64_t) {});
+  const bool presized = ctx.flags.w123_presized;
+  auto wheel = MakeWheel(
+      absl::Seconds(1), 512, 1, [](std::uint64_t, std::uint64_t) {},
+      presized ? n : 0);
   std::atomic<std::int64_t> errors{0};
   auto share = [&](int p) {
     return std::pair<std::int64_t, std::int64_t>(n * p / producers,
@@ -412,6 +418,7 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
         .Add("name", name)
         .Add("producers", producers)
         .Add("batch", batch)
+        .Add("presized", presized ? 1 : 0)
         .Add("n", n)
         .Add("interval_ms", 1000)
         .Add("slots", 512)
