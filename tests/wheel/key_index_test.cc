@@ -41,6 +41,11 @@ class Checked {
       : index_(grow_in_steps_from) {}
   void Insert(std::uint32_t hash, std::uint32_t entry) {
     ASSERT_EQ(truth_.count(entry), 0u);
+    // As Wheel::Set inserts: the lookup that finds no word (remembering
+    // where the word goes), then room, then the insert.
+    ASSERT_EQ(index_.FindBeforeInsert(
+                  hash, [&](std::uint32_t x) { return x == entry; }),
+              KeyIndex::kAbsent);
     const std::size_t before = index_.ResizeWorkLeft();
     const bool growing = index_.Growing(), shrinking = index_.Shrinking();
     index_.ReserveOneMore();
@@ -54,6 +59,22 @@ class Checked {
     } else if (shrinking && index_.Shrinking()) {
       EXPECT_LE(before - after, 4 * KeyIndex::kMaxShrinkFactor);
     }
+    index_.Insert(hash, entry);
+    AddTruth(entry, hash);
+  }
+  // An insert whose lookup (FindBeforeInsert) comes before `between`, which
+  // may change the index in any way; then room and the insert, as in
+  // Insert. Wherever between() leaves the remembered position, the word
+  // must land where lookups find it.
+  template <typename Between>
+  void InsertAfter(std::uint32_t hash, std::uint32_t entry, Between&& between) {
+    ASSERT_EQ(truth_.count(entry), 0u);
+    ASSERT_EQ(index_.FindBeforeInsert(
+                  hash, [&](std::uint32_t x) { return x == entry; }),
+              KeyIndex::kAbsent);
+    between();
+    if (::testing::Test::HasFatalFailure()) return;
+    index_.ReserveOneMore();
     index_.Insert(hash, entry);
     AddTruth(entry, hash);
   }
@@ -276,6 +297,64 @@ TEST(KeyIndexTest, RandomOpsOnClusteredHashesMatchTheTruth) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+// Insert puts the word where FindBeforeInsert's walk ended unless the index
+// changed since in a way that moves that place: erases from the middle of
+// the run (which shift it back, so the remembered word would sit past a
+// gap), other inserts (which may fill it), resize steps and the switch to
+// a new table, a Clear. Few distinct hashes make long runs that these hit.
+TEST(KeyIndexTest, AnInsertLandsWhereLookupsFindItWhateverHappensBetween) {
+  long erased_between = 0, switched_between = 0;
+  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    Checked c(/*grow_in_steps_from=*/64);
+    const std::uint32_t distinct = 1 + seed % 5;
+    std::vector<std::uint32_t> hashes(distinct);
+    for (auto& h : hashes) h = static_cast<std::uint32_t>(rng());
+    std::uint32_t next_entry = 0;
+    for (int step = 0; step < 600; ++step) {
+      const std::uint32_t hash = hashes[rng() % distinct];
+      const std::uint32_t entry = next_entry++;
+      c.InsertAfter(hash, entry, [&] {
+        const std::size_t capacity = c.index().capacity();
+        switch (rng() % 8) {
+          case 0:
+          case 1:
+          case 2:
+            if (!c.truth().empty()) {
+              ASSERT_FALSE(c.Erase(c.RandomEntry(rng)));
+              ++erased_between;
+            }
+            break;
+          case 3:
+            c.Insert(hashes[rng() % distinct], next_entry++);
+            break;
+          case 4:
+            if (c.index().Resizing()) c.Step(1 + rng() % 16);
+            break;
+          case 5:
+            c.StartGrowth();
+            c.StartShrink();
+            break;
+          case 6:
+            if (rng() % 16 == 0) c.Clear();
+            break;
+          default:
+            break;
+        }
+        switched_between += c.index().capacity() != capacity;
+      });
+      c.ExpectConsistent();
+      if (::testing::Test::HasFatalFailure()) return;
+      if (rng() % 4 == 0 && !c.truth().empty()) {
+        ASSERT_FALSE(c.Erase(c.RandomEntry(rng)));
+      }
+    }
+  }
+  // The cases the test is for did happen.
+  EXPECT_GT(erased_between, 1000);
+  EXPECT_GT(switched_between, 10);
 }
 
 // The same clustered hashes, with the table filled and drained in waves so

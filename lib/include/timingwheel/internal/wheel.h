@@ -143,7 +143,7 @@ class Wheel {
   // Throws std::bad_alloc, changing nothing, when memory runs out.
   bool Set(K key, V value, std::uint64_t deadline, std::uint32_t hash) {
     deadline = Clamp(deadline);
-    const Found found = Find(key, hash);
+    const Found found = Find</*kBeforeInsert=*/true>(key, hash);
     if (found.entry != nullptr) {
       Entry& e = *found.entry;
       e.value.Destroy();
@@ -397,16 +397,23 @@ class Wheel {
     Entry* entry;
   };
   // The entry it compared the key with comes back too, so that the caller
-  // need not look it up in the pool again.
+  // need not look it up in the pool again. kBeforeInsert: the caller
+  // inserts the key next if it is absent (KeyIndex::FindBeforeInsert).
+  template <bool kBeforeInsert = false>
   Found Find(const K& key, std::uint32_t hash) {
     Found found{KeyIndex::kAbsent, 0, nullptr};
-    found.pos = index_.Find(hash, [&](std::uint32_t i) {
+    auto matches = [&](std::uint32_t i) {
       Entry& e = pool_.At(i);
       if (!eq_(e.key.Get(), key)) return false;
       found.i = i;
       found.entry = &e;
       return true;
-    });
+    };
+    if constexpr (kBeforeInsert) {
+      found.pos = index_.FindBeforeInsert(hash, matches);
+    } else {
+      found.pos = index_.Find(hash, matches);
+    }
     return found;
   }
 
