@@ -22,6 +22,7 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <ratio>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -467,6 +468,22 @@ TEST(ErrorsDelay, NonPositiveOrInfiniteDelaysAreRefusedAndChangeNothing) {
   EXPECT_EQ(StopSorted(w.wheel()), Vec());
 }
 
+// Only delay <= 0 is refused: a positive chrono delay too short for
+// absl::Duration to hold (a few picoseconds) is a delay below one interval,
+// due on the next tick (S1), not a zero one.
+TEST(ErrorsDelay, PositiveDelaysBelowANanosecondAreDueOnTheNextTick) {
+  ManualWheel w;
+  using Picos = std::chrono::duration<long long, std::pico>;
+  using FracNanos = std::chrono::duration<double, std::nano>;
+  EXPECT_TRUE(w.wheel().SetTimer(1, 1, Picos(5)).ok());
+  EXPECT_TRUE(w.wheel().SetTimer(2, 2, FracNanos(0.1)).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(3, 3, 5 * kInterval).ok());
+  EXPECT_TRUE(w.wheel().MoveTimer(3, Picos(1)).ok());
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
 // ---------------------------------------------------------------------------
 // docs/api.md Errors: a stopped wheel, and docs/api.md S8.
 
@@ -483,6 +500,16 @@ TEST(S8Stop, StoppedWheelRefusesEveryCommand) {
   EXPECT_EQ(w.wheel().MoveTimer(1, std::chrono::seconds(1)).code(),
             StatusCode::kFailedPrecondition);
   EXPECT_EQ(w.wheel().RemoveTimer(1).code(), StatusCode::kFailedPrecondition);
+  // Batch calls too, an empty one included ("any but Create and Stop").
+  Vec none, one = {{3, 3}};
+  EXPECT_EQ(w.wheel().SetTimers(absl::MakeSpan(one), kInterval).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(one, (Vec{{3, 3}}));
+  EXPECT_EQ(w.wheel().SetTimers(absl::MakeSpan(none), kInterval).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(w.wheel().MoveTimers({}, kInterval).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(w.wheel().RemoveTimers({}).code(), StatusCode::kFailedPrecondition);
   bool drain_fn_called = false;
   EXPECT_EQ(w.wheel().Drain([&](int, int) { drain_fn_called = true; }).code(),
             StatusCode::kFailedPrecondition);
@@ -739,6 +766,26 @@ class HeldLoop {
   std::thread ticking_;
 };
 
+// max_pending bounds the commands queued: any value above what can ever be
+// queued is no bound, not a refusal of every call (a size_t above INT64_MAX
+// once turned negative inside and refused everything).
+TEST(ErrorsMaxPending, AHugeMaxPendingBoundsNothing) {
+  for (std::size_t max_pending :
+       {std::numeric_limits<std::size_t>::max(),
+        static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()) + 1,
+        static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())}) {
+    Options options = TestOptions();
+    options.max_pending = max_pending;
+    ManualWheel w(8, nullptr, options);
+    EXPECT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok()) << max_pending;
+    Vec batch = {{2, 2}, {3, 3}};
+    EXPECT_TRUE(w.wheel().SetTimers(absl::MakeSpan(batch), kInterval).ok());
+    EXPECT_TRUE(w.wheel().RemoveTimers(std::vector<int>{3}).ok());
+    w.Tick();
+    EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{1, 2})) << max_pending;
+  }
+}
+
 TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
   constexpr int kMaxPending = 5;
   HeldLoop held(kMaxPending);
@@ -940,8 +987,7 @@ TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
   const std::vector<int> keys6 = {1, 2, 3, 4, 5, 6};
   EXPECT_EQ(w.wheel().MoveTimers(keys6, kInterval).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(w.wheel().RemoveTimers(keys6).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel().RemoveTimers(keys6).code(), StatusCode::kInvalidArgument);
   const std::vector<int> keys2 = {1, 2};
   EXPECT_TRUE(w.wheel().MoveTimers(keys2, 2 * kInterval).ok());  // fills it
 

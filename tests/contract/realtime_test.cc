@@ -332,6 +332,20 @@ TEST(RealTime, IdleEmptyWheelUsesNoCpu) {
   EXPECT_LT(IdleCpuSeconds(), kIdleCpuBound);
 }
 
+// Create accepts any interval from 1 ns: even then an empty wheel sleeps. (A
+// round of the loop takes longer than such a tick, so a loop that went
+// round again whenever a tick was due never slept.)
+TEST(RealTime, IdleEmptyWheelWithANanosecondIntervalUsesNoCpu) {
+  for (absl::Duration interval :
+       {absl::Nanoseconds(1), absl::Nanoseconds(30)}) {
+    Options options = RealOptions(512);
+    options.interval = interval;
+    auto wheel = TimingWheel<int, int>::Create(options, [](int, int) {});
+    ASSERT_TRUE(wheel.ok());
+    EXPECT_LT(IdleCpuSeconds(), kIdleCpuBound) << interval;
+  }
+}
+
 // Timers far in the future on a small wheel (every slot is occupied, and
 // each is many rotations away): still asleep, not waking every rotation.
 TEST(RealTime, IdleWheelWithFarTimersUsesNoCpu) {

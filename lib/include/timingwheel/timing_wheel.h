@@ -47,10 +47,9 @@ absl::Status ValidateOptions(const Options& options);
 // SetTimer's and MoveTimer's check: delay > 0 and finite.
 absl::Status ValidateDelay(absl::Duration delay);
 
-// Any std::chrono::duration as an absl::Duration, saturating to infinity
-// instead of overflowing; NaN becomes zero (and so is refused).
+// ToDuration's conversion, which rounds toward zero.
 template <typename Rep, typename Period>
-absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
+absl::Duration ToDurationTruncated(std::chrono::duration<Rep, Period> d) {
   if constexpr (std::is_floating_point_v<Rep>) {
     const double seconds = std::chrono::duration<double>(d).count();
     if (std::isnan(seconds)) return absl::ZeroDuration();
@@ -80,6 +79,17 @@ absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
     }
     return r;
   }
+}
+
+// Any std::chrono::duration as an absl::Duration, saturating to infinity
+// instead of overflowing; NaN becomes zero (and so is refused), and a
+// positive one below absl's resolution becomes 1 ns, not zero: it is a
+// positive delay (due on the next tick), not a refused one.
+template <typename Rep, typename Period>
+absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
+  const absl::Duration r = ToDurationTruncated(d);
+  if (r == absl::ZeroDuration() && d > d.zero()) return absl::Nanoseconds(1);
+  return r;
 }
 
 // Every num_slots that Create accepts fits the wheel's list ids.
@@ -187,7 +197,8 @@ class TimingWheel {
   // --- Batch calls (docs/api.md "Batch calls"): each is the single call
   // for every item in span order, with one submission time read once, all
   // accepted or none (then the status says why and `items` is as it was).
-  // An empty span is accepted and does nothing. Errors as the single calls;
+  // An empty span is accepted and does nothing (FailedPrecondition once
+  // stopped, as every call). Errors as the single calls;
   // ResourceExhausted when the batch does not fit under max_pending now, and
   // InvalidArgument when it is larger than a non-zero max_pending and so
   // never can. Cost on the caller: one clock read, one admission check and
@@ -202,7 +213,7 @@ class TimingWheel {
     static_assert(kNothrowMovable, "SetTimers needs nothrow-movable K and V");
     if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
     if (absl::Status s = CheckBatchSize(items.size()); !s.ok()) return s;
-    if (items.empty()) return absl::OkStatus();
+    if (items.empty()) return loop_->EmptyBatch();
     const std::uint64_t deadline = loop_->DeadlineTick(delay);
     return loop_->PushEach(items.size(), [&](std::size_t i) noexcept {
       return Cmd::Set(std::move(items[i].first), std::move(items[i].second),
@@ -220,7 +231,7 @@ class TimingWheel {
     static_assert(kNothrowMovable, "MoveTimers needs nothrow-movable K and V");
     if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
     if (absl::Status s = CheckBatchSize(keys.size()); !s.ok()) return s;
-    if (keys.empty()) return absl::OkStatus();
+    if (keys.empty()) return loop_->EmptyBatch();
     const std::uint64_t deadline = loop_->DeadlineTick(delay);
     return loop_->PushEach(keys.size(),
                            [&](std::size_t i) noexcept(kNothrowCopyableKey) {
@@ -238,7 +249,7 @@ class TimingWheel {
     static_assert(kNothrowMovable,
                   "RemoveTimers needs nothrow-movable K and V");
     if (absl::Status s = CheckBatchSize(keys.size()); !s.ok()) return s;
-    if (keys.empty()) return absl::OkStatus();
+    if (keys.empty()) return loop_->EmptyBatch();
     return loop_->PushEach(keys.size(),
                            [&](std::size_t i) noexcept(kNothrowCopyableKey) {
                              return Cmd::Remove(keys[i]);

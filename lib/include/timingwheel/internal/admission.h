@@ -41,8 +41,12 @@ namespace internal {
 class Admission {
  public:
   Admission(std::size_t max_pending, absl::Duration max_lag)
-      : max_pending_(max_pending == 0 ? std::numeric_limits<std::int64_t>::max()
-                                      : static_cast<std::int64_t>(max_pending)),
+      : max_pending_(max_pending == 0 ||
+                             max_pending >
+                                 static_cast<std::size_t>(
+                                     std::numeric_limits<std::int64_t>::max())
+                         ? std::numeric_limits<std::int64_t>::max()
+                         : static_cast<std::int64_t>(max_pending)),
         max_lag_ns_(max_lag > absl::ZeroDuration()
                         ? absl::ToDoubleNanoseconds(max_lag)
                         : 0),

@@ -81,6 +81,10 @@ class CommandQueue {
   // False if already closed.
   bool Close() { return gate_.Close(); }
   bool closed() const { return gate_.closed(); }
+  // A push of no commands: FailedPrecondition once closed, else OK.
+  absl::Status EmptyBatch() const {
+    return closed() ? Stopped() : absl::OkStatus();
+  }
 
   // For the closer only: pushes past the closed gate (the Stop command).
   void PushAfterClose(Cmd cmd) {

@@ -123,6 +123,9 @@ class EventLoop final : public TickSink {
   absl::Duration Now() const { return time_.Now(); }
 
   absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
+  // What a batch call of no items returns: OK, or FailedPrecondition once
+  // stopped, as every other call.
+  absl::Status EmptyBatch() const { return queue_.EmptyBatch(); }
   // The n keyed commands make(0), ..., make(n - 1), all or none: see
   // CommandQueue::PushEach.
   template <typename Make>
@@ -261,9 +264,15 @@ class EventLoop final : public TickSink {
       // after it need not pay for it (see GrowEarly).
       GrowEarly();
       const bool growing = wheel_.GrowStep(kGrowBudget);
+      // With real time, then on to the sleep below, not round again: with an
+      // interval of a few nanoseconds another tick is always due by the end of
+      // a round, and an empty wheel would spin instead of sleeping until its
+      // next occupied tick (docs/api.md S11).
       if (due > wheel_.now()) {
         AdvanceTo(due);
-        continue;
+        // A ManualTicker's Tick(n) is worked off a step at a time: round
+        // again rather than to the sleep, which would wait for a command.
+        if (time_.manual()) continue;
       }
       Publish();
       const bool compacting = CompactStep();
