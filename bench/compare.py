@@ -29,8 +29,9 @@ FIGURES = [
 
 
 def key_of(line):
+    # presized 0 is the default: builds from before the field have none.
     return (line.get("workload"), line.get("name"), line.get("producers"),
-            line.get("execute_workers"), line.get("presized"))
+            line.get("execute_workers"), line.get("presized") or None)
 
 
 def fmt(v):

@@ -30,8 +30,15 @@ for arg in "$@"; do
   esac
 done
 
+# A build tree's commit: that of the source tree it was configured from
+# (meson-info names it), so that build trees outside the source tree are
+# tagged too; the build tree's own repository otherwise.
 commit_of() {
-  git -C "$1" rev-parse --short HEAD 2>/dev/null || echo unknown
+  local src
+  src=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["directories"]["source"])' \
+    "$1/meson-info/meson-info.json" 2>/dev/null) || src=$1
+  git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown
 }
 ca=$(commit_of "$a")
 cb=$(commit_of "$b")
