@@ -99,21 +99,23 @@ struct Fire {
   std::thread::id thread;
 };
 
-// A TimingWheel<int, int> on its own ManualTicker that remembers, for every
-// execute call, the tick that triggered it. Ticks are run one at a time so
-// that each call can be attributed to its tick: ManualTicker::Tick returns
-// only after that tick's callbacks have returned.
-class ManualWheel {
+// A TimingWheel<int, int, Hash> on its own ManualTicker that remembers, for
+// every execute call, the tick that triggered it. Ticks are run one at a
+// time so that each call can be attributed to its tick: ManualTicker::Tick
+// returns only after that tick's callbacks have returned.
+template <typename Hash>
+class BasicManualWheel {
  public:
+  using Wheel = TimingWheel<int, int, Hash>;
   // Runs after the fire is recorded, on the execute worker.
-  using Hook = std::function<void(IntWheel& wheel, int key, int value)>;
+  using Hook = std::function<void(Wheel& wheel, int key, int value)>;
 
-  explicit ManualWheel(int num_slots = 8, Hook hook = nullptr,
-                       Options options = TestOptions())
+  explicit BasicManualWheel(int num_slots = 8, Hook hook = nullptr,
+                            Options options = TestOptions())
       : ticker_(std::make_shared<ManualTicker>()), hook_(std::move(hook)) {
     options.num_slots = num_slots;
     options.ticker = ticker_;
-    auto wheel = IntWheel::Create(options, [this](int key, int value) {
+    auto wheel = Wheel::Create(options, [this](int key, int value) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         pending_.push_back({0, key, value, std::this_thread::get_id()});
@@ -124,7 +126,7 @@ class ManualWheel {
     if (wheel.ok()) wheel_ = std::move(*wheel);
   }
 
-  IntWheel& wheel() { return *wheel_; }
+  Wheel& wheel() { return *wheel_; }
   ManualTicker& ticker() { return *ticker_; }
   std::shared_ptr<ManualTicker> ticker_ptr() { return ticker_; }
   int ticks() const { return ticks_; }
@@ -179,8 +181,9 @@ class ManualWheel {
   std::mutex mu_;
   std::vector<Fire> pending_;
   // Last: destroyed first, while everything its callback touches is alive.
-  std::unique_ptr<IntWheel> wheel_;
+  std::unique_ptr<Wheel> wheel_;
 };
+using ManualWheel = BasicManualWheel<absl::Hash<int>>;
 
 // Sorted copy of Stop's result, for comparisons.
 template <typename K, typename V>
@@ -189,7 +192,8 @@ std::vector<std::pair<K, V>> Sorted(std::vector<std::pair<K, V>> v) {
   return v;
 }
 
-std::vector<std::pair<int, int>> StopSorted(IntWheel& wheel) {
+template <typename Wheel>
+std::vector<std::pair<int, int>> StopSorted(Wheel& wheel) {
   auto stopped = wheel.Stop();
   EXPECT_TRUE(stopped.ok()) << stopped.status();
   if (!stopped.ok()) return {};
@@ -719,40 +723,65 @@ TEST(S8Stop, DestructorDropsEntriesExactlyOnce) {
 
 // ---------------------------------------------------------------------------
 // docs/api.md Errors: max_pending. The loop applies commands at once unless it
-// is busy, so keep it busy deterministically: a ManualTicker tick waits for its
-// callbacks, and one callback blocks until the test has filled the queue.
+// is busy, so keep it busy deterministically: the loop is the only thread
+// that hashes keys, and GatedHash blocks it inside the hash of a hold key
+// until the test releases it. Meanwhile nothing is dequeued and no tick
+// runs. (A blocked callback would not do: the loop goes on applying
+// commands while callbacks run, S10.)
 
-// A ManualWheel with `max_pending` whose loop is held: key 0 is set and
-// ticked on a thread of its own (Tick waits only for its own thread's
-// commands, so the Set must come from the ticking thread), and its callback
-// blocks until Release(). Meanwhile nothing is dequeued. Key 0 fires on the
-// wheel's tick 1, which the ManualWheel attributes to its own first Tick.
+// The hold of the test running now: set by its owner, read by GatedHash.
+struct LoopGate {
+  Event entered, released;
+  std::atomic<bool> armed{true};
+};
+std::atomic<LoopGate*> g_loop_gate{nullptr};
+
+// absl::Hash, except that the first hash of the hold key (-1, or "hold")
+// while a LoopGate is set blocks until the gate is released.
+struct GatedHash {
+  static void HoldIfGated() {
+    LoopGate* gate = g_loop_gate.load();
+    if (gate != nullptr && gate->armed.exchange(false)) {
+      gate->entered.Notify();
+      gate->released.WaitFor(kHangGuard);
+    }
+  }
+  std::size_t operator()(int key) const {
+    if (key == -1) HoldIfGated();
+    return absl::Hash<int>()(key);
+  }
+  std::size_t operator()(const std::string& key) const {
+    if (key == "hold") HoldIfGated();
+    return absl::Hash<std::string>()(key);
+  }
+};
+
+// Sets `gate` as the one GatedHash blocks on, for its lifetime.
+class GateScope {
+ public:
+  explicit GateScope(LoopGate* gate) { g_loop_gate.store(gate); }
+  ~GateScope() { g_loop_gate.store(nullptr); }
+};
+
+// A ManualWheel with `max_pending` whose loop is held: the hold key (-1)
+// is set with a delay of an hour, and the loop blocks hashing it until
+// Release(). It stays pending: Stop returns it.
 class HeldLoop {
  public:
+  static constexpr int kHoldKey = -1;
+
   explicit HeldLoop(std::size_t max_pending)
-      : w_(
-            8,
-            [this](IntWheel&, int key, int) {
-              if (key == 0) {
-                entered_.Notify();
-                release_.WaitFor(kHangGuard);
-              }
-            },
-            WithMaxPending(max_pending)),
-        ticking_([this] {
-          EXPECT_TRUE(w_.wheel().SetTimer(0, 0, kInterval).ok());
-          w_.ticker().Tick();
-        }) {}
+      : HeldLoop(WithMaxPending(max_pending)) {}
+  explicit HeldLoop(Options options) : w_(8, nullptr, options) {
+    EXPECT_TRUE(w_.wheel().SetTimer(kHoldKey, 0, absl::Hours(1)).ok());
+  }
   ~HeldLoop() { Release(); }
 
-  // Waits until the callback holds the loop; false after kHangGuard.
-  bool Held() { return entered_.WaitFor(kHangGuard); }
-  // Lets the loop go and waits for the ticking thread.
-  void Release() {
-    release_.Notify();
-    if (ticking_.joinable()) ticking_.join();
-  }
-  ManualWheel& w() { return w_; }
+  // Waits until the loop is held; false after kHangGuard.
+  bool Held() { return gate_.entered.WaitFor(kHangGuard); }
+  // Lets the loop go.
+  void Release() { gate_.released.Notify(); }
+  BasicManualWheel<GatedHash>& w() { return w_; }
 
  private:
   static Options WithMaxPending(std::size_t max_pending) {
@@ -761,9 +790,10 @@ class HeldLoop {
     return options;
   }
 
-  Event entered_, release_;
-  ManualWheel w_;
-  std::thread ticking_;
+  // Declared first: outlives the wheel, whose loop may be inside the hash.
+  LoopGate gate_;
+  GateScope scope_{&gate_};
+  BasicManualWheel<GatedHash> w_;
 };
 
 // max_pending bounds the commands queued: any value above what can ever be
@@ -789,10 +819,10 @@ TEST(ErrorsMaxPending, AHugeMaxPendingBoundsNothing) {
 TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
   constexpr int kMaxPending = 5;
   HeldLoop held(kMaxPending);
-  ManualWheel& w = held.w();
+  auto& w = held.w();
   ASSERT_TRUE(held.Held());
 
-  // The loop waits for the blocked callback: nothing is dequeued now.
+  // The loop is held: nothing is dequeued now.
   for (int k = 1; k <= kMaxPending; ++k) {
     EXPECT_TRUE(w.wheel().SetTimer(k, k, kInterval).ok()) << k;
   }
@@ -805,15 +835,14 @@ TEST(ErrorsMaxPending, FullQueueRefusesThenRecovers) {
   EXPECT_EQ(w.wheel().RemoveTimer(1).code(), StatusCode::kResourceExhausted);
 
   held.Release();
-  // The accepted commands were all applied (set during tick 1 with one
-  // interval: due on tick 2); the refused ones were not. w attributes key 0,
-  // fired by the other thread's Tick, to its own first Tick.
+  // The accepted commands were all applied (set at tick 0 with one interval:
+  // due on tick 1); the refused ones were not.
   w.Tick();
-  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{1, 2, 3, 4, 5}));
   // Room again.
   EXPECT_TRUE(w.wheel().SetTimer(100, 100, kInterval).ok());
   EXPECT_TRUE(w.wheel().RemoveTimer(100).ok());
-  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
 }
 
 // ---------------------------------------------------------------------------
@@ -968,7 +997,7 @@ TEST(B2Batch, RefusedBatchChangesNothing) {
 TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
   constexpr int kMaxPending = 5;
   HeldLoop held(kMaxPending);
-  ManualWheel& w = held.w();
+  auto& w = held.w();
   ASSERT_TRUE(held.Held());
 
   Vec three = {{1, 1}, {2, 2}, {3, 3}};
@@ -992,48 +1021,40 @@ TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
   EXPECT_TRUE(w.wheel().MoveTimers(keys2, 2 * kInterval).ok());  // fills it
 
   held.Release();
-  // Set during the wheel's tick 1 with one interval, key 3 is due on its
-  // tick 2, w's first (which also records key 0, fired by the other
-  // thread's Tick); keys 1 and 2 were moved one tick further.
+  // Set at tick 0 with one interval, key 3 is due on tick 1; keys 1 and 2
+  // were moved one tick further.
   w.Tick();
-  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{0, 3}));
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{3}));
   w.Tick();
   EXPECT_EQ(w.KeysFiredAt(2), (std::vector<int>{1, 2}));
-  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
 }
 
 // B2 with values a move would visibly empty: a refused batch leaves every
 // key and value in `items` as it was, whether it is refused for room now
-// (ResourceExhausted: the loop is held inside a callback, so the queue
+// (ResourceExhausted: the loop is held inside the hash, so the queue
 // stays full) or as larger than max_pending can ever take
 // (InvalidArgument). An accepted batch then takes them.
 TEST(B2Batch, ARefusedBatchLeavesStringItemsAsTheyWere) {
-  using StringWheel = TimingWheel<std::string, std::string>;
+  using StringWheel = TimingWheel<std::string, std::string, GatedHash>;
   using Items = std::vector<std::pair<std::string, std::string>>;
   auto ticker = std::make_shared<ManualTicker>();
   Options options = TestOptions();
   options.ticker = ticker;
   options.max_pending = 3;
-  Event entered, release;
+  LoopGate gate;
+  GateScope scope(&gate);
   std::mutex mu;
   std::vector<std::string> fired;
   auto wheel =
       StringWheel::Create(options, [&](std::string key, std::string value) {
-        if (key == "hold") {
-          entered.Notify();
-          release.WaitFor(kHangGuard);
-          return;
-        }
         std::lock_guard<std::mutex> lock(mu);
         fired.push_back(key + "=" + value);
       });
   ASSERT_TRUE(wheel.ok()) << wheel.status();
   StringWheel& w = **wheel;
-  std::thread ticking([&] {
-    EXPECT_TRUE(w.SetTimer("hold", "", kInterval).ok());
-    ticker->Tick();
-  });
-  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  ASSERT_TRUE(w.SetTimer("hold", "", absl::Hours(1)).ok());
+  ASSERT_TRUE(gate.entered.WaitFor(kHangGuard));
   const std::string pad(40, 'x');  // beyond the small-string buffer
   auto item = [&](int i) {
     return std::make_pair("key" + std::to_string(i) + pad,
@@ -1051,8 +1072,7 @@ TEST(B2Batch, ARefusedBatchLeavesStringItemsAsTheyWere) {
   EXPECT_EQ(w.SetTimers(absl::MakeSpan(four), kInterval).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(four, four_before);
-  release.Notify();
-  ticking.join();
+  gate.released.Notify();
   // max_pending counts commands queued and not yet applied, and nothing
   // says the loop has applied `fill` by now: this thread's Tick, queued
   // behind it, returns once it has (S9), and fires it.
@@ -1149,25 +1169,13 @@ TEST(Overload, MaxLagMustBeFiniteAndNotNegative) {
 // than max_lag: with a bound of 1 ns, one call may wait in the queue, never
 // two. Only what is already queued counts, so a batch of any size gets into
 // an empty queue. Refused calls have no effect; once the loop catches up,
-// calls are accepted again. The loop is kept busy by a blocked callback.
+// calls are accepted again. The loop is held as in ErrorsMaxPending.
 TEST(Overload, MaxLagRefusesWhileTheLoopIsBehind) {
-  Event entered, release;
   Options options = TestOptions();
   options.max_lag = absl::Nanoseconds(1);
-  ManualWheel w(
-      8,
-      [&](IntWheel&, int key, int) {
-        if (key == 0) {
-          entered.Notify();
-          release.WaitFor(kHangGuard);
-        }
-      },
-      options);
-  std::thread ticking([&] {
-    EXPECT_TRUE(w.wheel().SetTimer(0, 0, kInterval).ok());
-    w.ticker().Tick();
-  });
-  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  HeldLoop held(options);
+  auto& w = held.w();
+  ASSERT_TRUE(held.Held());
 
   Vec big;
   for (int k = 1; k <= 1000; ++k) big.emplace_back(k, k);
@@ -1181,19 +1189,17 @@ TEST(Overload, MaxLagRefusesWhileTheLoopIsBehind) {
   const std::vector<int> one = {1};
   EXPECT_EQ(w.wheel().RemoveTimers(one).code(), StatusCode::kResourceExhausted);
 
-  release.Notify();
-  ticking.join();
-  // The batch, set during the wheel's tick 1, fires on its tick 2: w's
-  // first, which also records key 0. The refused remove and move did
-  // nothing.
+  held.Release();
+  // The batch, set at tick 0, fires on tick 1. The refused remove and move
+  // did nothing.
   w.Tick();
-  std::vector<int> all(1001);
-  std::iota(all.begin(), all.end(), 0);
+  std::vector<int> all(1000);
+  std::iota(all.begin(), all.end(), 1);
   EXPECT_EQ(w.KeysFiredAt(1), all);
   EXPECT_TRUE(w.wheel().SetTimer(2000, 0, kInterval).ok());  // caught up
   w.Tick();
   EXPECT_EQ(w.KeysFiredAt(2), (std::vector<int>{2000}));
-  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
 }
 
 // Real time, under a flood: two threads set timers as fast as they can,
@@ -2054,6 +2060,75 @@ TEST(S10Callbacks, SlowCallbackDoesNotBlockCommandsOrTicks) {
   release.Notify();
   EXPECT_GE(s.pending, 100u) << "commands not applied while a callback blocks";
   EXPECT_GE(s.ticks, ticks_before + 20) << "ticks stalled behind a callback";
+}
+
+// A ManualTicker too: while a tick's callback blocks, the loop applies
+// commands (S10); the Tick call returns only after the callback (its (c)).
+// The loop once waited for the tick's callbacks itself.
+TEST(S10Callbacks, UnderAManualTickerASlowCallbackDoesNotBlockCommands) {
+  Event entered, release, tick_returned;
+  ManualWheel w(8, [&](IntWheel&, int key, int) {
+    if (key == 0) {
+      entered.Notify();
+      release.WaitFor(kHangGuard);
+    }
+  });
+  std::thread ticking([&] {
+    EXPECT_TRUE(w.wheel().SetTimer(0, 0, kInterval).ok());
+    w.ticker().Tick();
+    tick_returned.Notify();
+  });
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  for (int k = 1; k <= 100; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, absl::Hours(1)).ok());
+  }
+  const absl::Time give_up = absl::Now() + kHangGuard;
+  while (w.wheel().stats().pending < 100 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const Stats s = w.wheel().stats();
+  const bool returned_early = tick_returned.WaitFor(absl::ZeroDuration());
+  release.Notify();
+  ticking.join();
+  EXPECT_EQ(s.pending, 100u) << "commands not applied while a callback blocks";
+  EXPECT_FALSE(returned_early) << "Tick returned before its callback did";
+  EXPECT_EQ(s.fired, 1u);
+}
+
+// The case that deadlocked while the loop waited for a manual tick's
+// callbacks: a callback that waits for another thread's Drain.
+TEST(S10Callbacks, UnderAManualTickerACallbackCanWaitForAnotherThreadsDrain) {
+  std::mutex mu;
+  std::vector<int> drained;
+  bool drain_finished_in_callback = false;
+  Event done;
+  // Joined after the tick: joined in the callback, a Drain stuck behind
+  // the callback would hang the test instead of failing it.
+  std::thread drainer;
+  ManualWheel w(8, [&](IntWheel& wheel, int key, int) {
+    if (key != 0) return;
+    drainer = std::thread([&] {
+      EXPECT_TRUE(wheel
+                      .Drain([&](int k, int) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        drained.push_back(k);
+                      })
+                      .ok());
+      done.Notify();
+    });
+    drain_finished_in_callback = done.WaitFor(kHangGuard);
+  });
+  ASSERT_TRUE(w.wheel().SetTimer(0, 0, kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, 5 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 2, 5 * kInterval).ok());
+  w.Tick();
+  ASSERT_TRUE(drainer.joinable());
+  drainer.join();
+  EXPECT_TRUE(drain_finished_in_callback);
+  std::sort(drained.begin(), drained.end());
+  EXPECT_EQ(drained, (std::vector<int>{1, 2}));
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{0}));
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
 }
 
 // Real time: with two execute workers, one blocked callback does not hold up

@@ -117,6 +117,12 @@ class CommandQueue {
     wakeup_.Sleep(timeout, [this] { return queue_.size_approx() != 0; });
   }
 
+  // Any thread: ends the consumer's WaitForWork or Nap in progress, or
+  // the next one to start, when something other than a command needs it
+  // (a manual tick's callbacks have returned). Takes a lock: for rare
+  // events.
+  void WakeConsumer() { wakeup_.Wake(); }
+
   // Consumer side: sleeps for `nap` without asking to be woken, so that
   // pushes meanwhile cost their producers no wake-up call. For a consumer
   // that has just emptied the queue while commands are still flowing: an

@@ -60,7 +60,8 @@ class EventLoop final : public TickSink {
         batch_(Pipeline::kBatch),
         queue_(options.max_pending, options.max_lag),
         drain_pool_(options.drain_workers, Owner(), &stats_),
-        execute_pool_(options.execute_workers, &execute_, Owner(), &stats_) {
+        execute_pool_(options.execute_workers, &execute_, Owner(), &stats_,
+                      ManualTickEndsWhenIdle()) {
     wheel_.Reserve(options.expected_timers);
   }
 
@@ -248,7 +249,9 @@ class EventLoop final : public TickSink {
       // round stops after as many commands as were queued at its start,
       // taken from the producers in turn, so ticking is not starved either;
       // a producer far behind may then see a tick pass one of its commands.
-      const std::uint64_t due = time_.DueTick(wheel_.now());
+      FinishManualTick();
+      const std::uint64_t due =
+          tick_callbacks_running_ ? wheel_.now() : time_.DueTick(wheel_.now());
       const std::size_t applied =
           ApplyQueued(std::max(kMinCommandsPerRound, queue_.SizeApprox()));
       pace_commands_ += applied;
@@ -425,7 +428,7 @@ class EventLoop final : public TickSink {
   }
 
   // Runs the ticks up to `due` and hands what fired to the execute pool. A
-  // manual tick also waits for its callbacks (ManualTicker::Tick's (c)).
+  // manual tick ends when its callbacks have returned (FinishManualTick).
   void AdvanceTo(std::uint64_t due) {
     const std::size_t before = fired_.size();
     wheel_.AdvanceTo(due, [this](std::uint64_t, K&& key, V&& value) {
@@ -437,10 +440,26 @@ class EventLoop final : public TickSink {
     // counted in stats().
     Publish();
     execute_pool_.Submit(fired_);
-    if (time_.manual()) {
-      execute_pool_.WaitIdle();
-      time_.TickCompleted();
-    }
+    if (time_.manual()) tick_callbacks_running_ = true;
+  }
+
+  // Manual time: a tick is counted done, and the next one may run, once
+  // its callbacks have returned (ManualTicker::Tick's (c), and a callback
+  // of tick k sees ticks_done = k). The loop does not wait for them: it
+  // goes on applying commands meanwhile (docs/api.md S10), so a callback
+  // that waits for another thread's Drain, or for a command applied,
+  // finishes. The worker that runs the last of them wakes the loop
+  // (ManualTickEndsWhenIdle), whose next round lands here.
+  void FinishManualTick() {
+    if (!tick_callbacks_running_ || !execute_pool_.Idle()) return;
+    tick_callbacks_running_ = false;
+    time_.TickCompleted();
+  }
+
+  // The execute pool's idle hook: wakes the loop to finish a manual tick.
+  std::function<void()> ManualTickEndsWhenIdle() {
+    if (manual_ == nullptr) return nullptr;
+    return [this] { queue_.WakeConsumer(); };
   }
 
   // After the Stop command: the gate was closed before it was pushed, so
@@ -448,6 +467,8 @@ class EventLoop final : public TickSink {
   void FinishStop() {
     while (ApplyQueued(kMinCommandsPerRound) != 0) {
     }
+    // A Tick call still waiting returns after its callbacks (its (c)).
+    if (tick_callbacks_running_) execute_pool_.WaitIdle();
     time_.ReleaseRequests();
     stop_result_.reserve(wheel_.size());
     wheel_.TakeAll([this](K&& key, V&& value) {
@@ -477,6 +498,8 @@ class EventLoop final : public TickSink {
   std::vector<Cmd> batch_;  // commands being applied
   Entries fired_;           // for the execute pool
   bool stop_requested_ = false;
+  // Manual time: a tick ran and its callbacks may still be running.
+  bool tick_callbacks_running_ = false;
   // MeasurePace's window: since when, how many commands, whether a Drain
   // ran in it. MeasurePace also tells admission when each round starts.
   Clock::time_point pace_start_ = Clock::now();

@@ -39,13 +39,16 @@ class ExecutePool {
   using Item = std::pair<K, V>;
 
   // Starts `threads` workers calling execute(key, value) inside a
-  // CallbackScope of `owner`, counting exceptions in `stats`. Throws
+  // CallbackScope of `owner`, counting exceptions in `stats`. When
+  // `on_idle` is not null, the worker that finishes the last item
+  // outstanding calls it (after the item's callback has returned). Throws
   // std::system_error if the OS refuses a thread (none is left running).
   ExecutePool(int threads, const Callback* execute, const void* owner,
-              LoopStats* stats)
+              LoopStats* stats, std::function<void()> on_idle = nullptr)
       : execute_(execute),
         owner_(owner),
         stats_(stats),
+        on_idle_(std::move(on_idle)),
         take_all_(threads == 1) {
     threads_.reserve(threads);
     try {
@@ -92,6 +95,12 @@ class ExecutePool {
     } else {
       work_.notify_all();
     }
+  }
+
+  // True when every item submitted so far has been run (and its callback
+  // has returned, with all it did visible to the caller).
+  bool Idle() const {
+    return outstanding_.load(std::memory_order_acquire) == 0;
   }
 
   // Returns once every item submitted so far has been run.
@@ -215,6 +224,7 @@ class ExecutePool {
   void Done(std::size_t n) {
     if (n != 0 && outstanding_.fetch_sub(n, std::memory_order_acq_rel) == n) {
       outstanding_.notify_all();
+      if (on_idle_) on_idle_();
     }
   }
 
@@ -226,6 +236,7 @@ class ExecutePool {
   const Callback* const execute_;
   const void* const owner_;
   LoopStats* const stats_;
+  const std::function<void()> on_idle_;
   const bool take_all_;  // one worker: it takes all that is queued
 
   std::mutex mu_;
