@@ -103,6 +103,11 @@ TEST(CacheErrors, CreateForwardsTheWheelsRefusal) {
   o = {};
   o.wheel.execute_workers = 0;
   EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+  // The cache starts no drain workers, yet a count the wheel would refuse
+  // is refused here too.
+  o = {};
+  o.wheel.drain_workers = 0;
+  EXPECT_EQ(IntCache::Create(o).status().code(), StatusCode::kInvalidArgument);
   // The cache's own wheel runs without max_lag, but a max_lag the wheel
   // would refuse is still refused.
   o = {};

@@ -1087,6 +1087,77 @@ TEST(B2Batch, ARefusedBatchLeavesStringItemsAsTheyWere) {
   EXPECT_EQ(fired, want);
 }
 
+// B2 for MoveTimers on keys that are present: a refused MoveTimers moves
+// none of them, whether it is refused for room now (ResourceExhausted),
+// as larger than max_pending can ever take (InvalidArgument) or for a bad
+// delay (InvalidArgument). The keys fire where they were.
+TEST(B2Batch, ARefusedMoveTimersMovesNothing) {
+  constexpr int kMaxPending = 3;
+  HeldLoop held(kMaxPending);
+  auto& w = held.w();
+  ASSERT_TRUE(held.Held());
+
+  Vec two = {{1, 1}, {2, 2}};
+  ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(two), kInterval).ok());
+  const std::vector<int> keys12 = {1, 2};
+  EXPECT_EQ(w.wheel().MoveTimers(keys12, 5 * kInterval).code(),
+            StatusCode::kResourceExhausted);
+  const std::vector<int> keys1234 = {1, 2, 3, 4};
+  EXPECT_EQ(w.wheel().MoveTimers(keys1234, 5 * kInterval).code(),
+            StatusCode::kInvalidArgument);
+  held.Release();
+  // Set at tick 0 with one interval: due on tick 1, not moved to 5.
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{1, 2}));
+
+  Vec later = {{5, 5}, {6, 6}};
+  ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(later), 2 * kInterval).ok());
+  const std::vector<int> keys56 = {5, 6};
+  for (absl::Duration bad :
+       {absl::ZeroDuration(), -kInterval, absl::InfiniteDuration()}) {
+    EXPECT_EQ(w.wheel().MoveTimers(keys56, bad).code(),
+              StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(
+      w.wheel().MoveTimers(keys56, std::chrono::duration<double>(-1.0)).code(),
+      StatusCode::kInvalidArgument);
+  w.Tick();
+  EXPECT_TRUE(w.KeysFiredAt(2).empty());
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(3), (std::vector<int>{5, 6}));
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
+}
+
+// B2: a batch larger than max_pending is refused even when the queue is
+// empty (the loop idle, every earlier command applied): InvalidArgument,
+// for each batch call, with no effect on the keys it names.
+TEST(B2Batch, ABatchLargerThanMaxPendingIsRefusedIntoAnEmptyQueue) {
+  Options options = TestOptions();
+  options.max_pending = 2;
+  ManualWheel w(8, nullptr, options);
+  ASSERT_TRUE(w.wheel().SetTimer(1, 1, 3 * kInterval).ok());
+  ASSERT_TRUE(w.wheel().SetTimer(2, 2, 3 * kInterval).ok());
+  w.Tick();  // queued behind the sets: they are applied (S9)
+  ASSERT_TRUE(w.wheel().SetTimer(3, 3, 2 * kInterval).ok());
+  w.Tick();  // all three due on tick 3; the queue is empty again
+
+  Vec three = {{1, 10}, {2, 20}, {3, 30}};
+  const Vec three_before = three;
+  EXPECT_EQ(w.wheel().SetTimers(absl::MakeSpan(three), kInterval).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(three, three_before);
+  const std::vector<int> keys = {1, 2, 3};
+  EXPECT_EQ(w.wheel().MoveTimers(keys, 10 * kInterval).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.wheel().RemoveTimers(keys).code(), StatusCode::kInvalidArgument);
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(3), (std::vector<int>{1, 2, 3}));
+  // Key 1's value was not replaced by the refused SetTimers.
+  ASSERT_EQ(w.FiresOf(1).size(), 1u);
+  EXPECT_EQ(w.FiresOf(1).front().value, 1);
+  EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
 // B3: an empty span is accepted and does nothing.
 TEST(B3Batch, EmptySpanIsAcceptedAndDoesNothing) {
   ManualWheel w(8);
@@ -1097,6 +1168,31 @@ TEST(B3Batch, EmptySpanIsAcceptedAndDoesNothing) {
   w.Tick();
   EXPECT_EQ(w.wheel().stats().applied, 0u);
   EXPECT_EQ(StopSorted(w.wheel()), Vec());
+}
+
+// B3: an empty span is accepted even when no command would be: the queue
+// full under max_pending, or max_lag refusing (the loop held in both).
+TEST(B3Batch, EmptySpanIsAcceptedWhenTheQueueIsFull) {
+  Options lag = TestOptions();
+  lag.max_lag = absl::Nanoseconds(1);
+  Options pending = TestOptions();
+  pending.max_pending = 1;
+  for (const Options& options : {pending, lag}) {
+    HeldLoop held(options);
+    auto& w = held.w();
+    ASSERT_TRUE(held.Held());
+    ASSERT_TRUE(w.wheel().SetTimer(1, 1, kInterval).ok());
+    ASSERT_EQ(w.wheel().SetTimer(2, 2, kInterval).code(),
+              StatusCode::kResourceExhausted);
+    Vec none;
+    EXPECT_TRUE(w.wheel().SetTimers(absl::MakeSpan(none), kInterval).ok());
+    EXPECT_TRUE(w.wheel().MoveTimers({}, kInterval).ok());
+    EXPECT_TRUE(w.wheel().RemoveTimers({}).ok());
+    held.Release();
+    w.Tick();
+    EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{1}));
+    EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
+  }
 }
 
 // Every timer ends exactly one way when several threads submit batches at
@@ -1199,6 +1295,91 @@ TEST(Overload, MaxLagRefusesWhileTheLoopIsBehind) {
   EXPECT_TRUE(w.wheel().SetTimer(2000, 0, kInterval).ok());  // caught up
   w.Tick();
   EXPECT_EQ(w.KeysFiredAt(2), (std::vector<int>{2000}));
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
+}
+
+// Batch calls under max_lag are refused whole, like single calls: a
+// SetTimers or MoveTimers into a queue that already holds more than
+// max_lag's worth gets ResourceExhausted, leaves `items` as they were and
+// has no effect.
+TEST(Overload, MaxLagRefusesBatchesWhole) {
+  Options options = TestOptions();
+  options.max_lag = absl::Nanoseconds(1);
+  HeldLoop held(options);
+  auto& w = held.w();
+  ASSERT_TRUE(held.Held());
+
+  Vec first = {{1, 1}, {2, 2}};
+  ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(first), kInterval).ok());
+  Vec refused = {{3000, 3000}, {3001, 3001}};
+  const Vec refused_before = refused;
+  EXPECT_EQ(w.wheel().SetTimers(absl::MakeSpan(refused), kInterval).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused, refused_before);
+  const std::vector<int> one = {1};
+  EXPECT_EQ(w.wheel().MoveTimers(one, 3 * kInterval).code(),
+            StatusCode::kResourceExhausted);
+
+  held.Release();
+  w.Tick();
+  EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{1, 2}));  // 1 not moved
+  w.Tick(2);
+  EXPECT_TRUE(w.KeysFiredAt(2).empty());
+  EXPECT_TRUE(w.KeysFiredAt(3).empty());  // 3000, 3001 never set
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
+}
+
+// What fits in max_lag is admitted: with a bound of an hour, thousands of
+// single calls and a batch queued behind a held loop are all accepted
+// (no refusal merely because something is queued), and all fire.
+TEST(Overload, MaxLagAdmitsWhatFitsInIt) {
+  Options options = TestOptions();
+  options.max_lag = absl::Hours(1);
+  HeldLoop held(options);
+  auto& w = held.w();
+  ASSERT_TRUE(held.Held());
+
+  constexpr int kSingles = 1000, kBatch = 1000;
+  for (int k = 1; k <= kSingles; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval).ok()) << k;
+  }
+  Vec batch;
+  for (int k = kSingles + 1; k <= kSingles + kBatch; ++k) {
+    batch.emplace_back(k, k);
+  }
+  EXPECT_TRUE(w.wheel().SetTimers(absl::MakeSpan(batch), kInterval).ok());
+
+  held.Release();
+  w.Tick();
+  std::vector<int> all(kSingles + kBatch);
+  std::iota(all.begin(), all.end(), 1);
+  EXPECT_EQ(w.KeysFiredAt(1), all);
+  EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
+}
+
+// The default (max_lag 0, max_pending 0) bounds nothing: however much is
+// queued behind a held loop, every call is accepted, and every timer fires.
+TEST(Overload, ByDefaultEveryCallIsAccepted) {
+  HeldLoop held(TestOptions());
+  auto& w = held.w();
+  ASSERT_TRUE(held.Held());
+
+  constexpr int kSingles = 20000, kBatches = 80, kBatch = 256;
+  for (int k = 1; k <= kSingles; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval).ok()) << k;
+  }
+  int next = kSingles + 1;
+  for (int b = 0; b < kBatches; ++b) {
+    Vec batch;
+    for (int i = 0; i < kBatch; ++i, ++next) batch.emplace_back(next, next);
+    ASSERT_TRUE(w.wheel().SetTimers(absl::MakeSpan(batch), kInterval).ok());
+  }
+
+  held.Release();
+  w.Tick();
+  std::vector<int> all(next - 1);
+  std::iota(all.begin(), all.end(), 1);
+  EXPECT_EQ(w.KeysFiredAt(1), all);
   EXPECT_EQ(StopSorted(w.wheel()), (Vec{{HeldLoop::kHoldKey, 0}}));
 }
 
