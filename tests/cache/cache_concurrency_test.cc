@@ -163,24 +163,44 @@ TEST(CacheConcurrency, EveryValueExactlyOnceBounded) {
 }
 
 // C2 on real time: no cache calls after the Sets, every entry still removed
-// and notified.
+// and notified; and, C1 against the steady clock, none before its Set's
+// call time + ttl (the clock read just before the call bounds the wheel's
+// own reading from below).
 TEST(CacheConcurrency, ExpiresWithoutActivity) {
+  constexpr int kKeys = 10000;
+  auto steady_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  std::vector<std::int64_t> earliest(kKeys);
+  std::vector<std::atomic<std::int64_t>> expired_at(kKeys);
   std::atomic<int> expired{0};
   CacheOptions o;
   o.wheel.interval = absl::Milliseconds(1);
-  auto cache = Cache<int, int>::Create(o, [&](int, int, RemovalCause cause) {
-    if (cause == RemovalCause::kExpired) expired++;
-  });
+  auto cache =
+      Cache<int, int>::Create(o, [&](int key, int, RemovalCause cause) {
+        if (cause != RemovalCause::kExpired) return;
+        expired_at[key].store(steady_ns());
+        expired++;
+      });
   ASSERT_TRUE(cache.ok());
-  for (int i = 0; i < 10000; ++i) {
-    ASSERT_TRUE((*cache)->Set(i, i, absl::Milliseconds(5 + i % 20)).ok());
+  for (int i = 0; i < kKeys; ++i) {
+    const absl::Duration ttl = absl::Milliseconds(5 + i % 20);
+    earliest[i] = steady_ns() + absl::ToInt64Nanoseconds(ttl);
+    ASSERT_TRUE((*cache)->Set(i, i, ttl).ok());
   }
   const absl::Time give_up = absl::Now() + absl::Seconds(20);
-  while (expired.load() < 10000 && absl::Now() < give_up) {
+  while (expired.load() < kKeys && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(5));
   }
-  EXPECT_EQ(expired.load(), 10000);
+  EXPECT_EQ(expired.load(), kKeys);
   EXPECT_EQ((*cache)->size(), 0u);
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_GE(expired_at[i].load(), earliest[i])
+        << "key " << i << " expired "
+        << (earliest[i] - expired_at[i].load()) / 1000.0 << " us early";
+  }
 }
 
 // C7 on real time: ~Cache waits for a listener call in flight (one blocked
