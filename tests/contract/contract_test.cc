@@ -90,6 +90,13 @@ Options TestOptions() {
   return options;
 }
 
+// TestOptions with Options::max_lag = `max_lag`.
+Options TestOptionsWithMaxLag(absl::Duration max_lag) {
+  Options options = TestOptions();
+  options.max_lag = max_lag;
+  return options;
+}
+
 // One execute call as seen by the test: the tick that ran it, what it got and
 // on which thread.
 struct Fire {
@@ -1173,11 +1180,10 @@ TEST(B3Batch, EmptySpanIsAcceptedAndDoesNothing) {
 // B3: an empty span is accepted even when no command would be: the queue
 // full under max_pending, or max_lag refusing (the loop held in both).
 TEST(B3Batch, EmptySpanIsAcceptedWhenTheQueueIsFull) {
-  Options lag = TestOptions();
-  lag.max_lag = absl::Nanoseconds(1);
   Options pending = TestOptions();
   pending.max_pending = 1;
-  for (const Options& options : {pending, lag}) {
+  for (const Options& options :
+       {pending, TestOptionsWithMaxLag(absl::Nanoseconds(1))}) {
     HeldLoop held(options);
     auto& w = held.w();
     ASSERT_TRUE(held.Held());
@@ -1267,9 +1273,7 @@ TEST(Overload, MaxLagMustBeFiniteAndNotNegative) {
 // an empty queue. Refused calls have no effect; once the loop catches up,
 // calls are accepted again. The loop is held as in ErrorsMaxPending.
 TEST(Overload, MaxLagRefusesWhileTheLoopIsBehind) {
-  Options options = TestOptions();
-  options.max_lag = absl::Nanoseconds(1);
-  HeldLoop held(options);
+  HeldLoop held(TestOptionsWithMaxLag(absl::Nanoseconds(1)));
   auto& w = held.w();
   ASSERT_TRUE(held.Held());
 
@@ -1303,9 +1307,7 @@ TEST(Overload, MaxLagRefusesWhileTheLoopIsBehind) {
 // max_lag's worth gets ResourceExhausted, leaves `items` as they were and
 // has no effect.
 TEST(Overload, MaxLagRefusesBatchesWhole) {
-  Options options = TestOptions();
-  options.max_lag = absl::Nanoseconds(1);
-  HeldLoop held(options);
+  HeldLoop held(TestOptionsWithMaxLag(absl::Nanoseconds(1)));
   auto& w = held.w();
   ASSERT_TRUE(held.Held());
 
@@ -1333,9 +1335,7 @@ TEST(Overload, MaxLagRefusesBatchesWhole) {
 // single calls and a batch queued behind a held loop are all accepted
 // (no refusal merely because something is queued), and all fire.
 TEST(Overload, MaxLagAdmitsWhatFitsInIt) {
-  Options options = TestOptions();
-  options.max_lag = absl::Hours(1);
-  HeldLoop held(options);
+  HeldLoop held(TestOptionsWithMaxLag(absl::Hours(1)));
   auto& w = held.w();
   ASSERT_TRUE(held.Held());
 
