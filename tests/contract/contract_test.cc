@@ -364,6 +364,25 @@ TEST(ErrorsCreate, ExpectedTimersIsNotALimit) {
   for (const auto& [key, value] : *stopped) EXPECT_EQ(key % 2, 1);
 }
 
+// E1: Create sizes the key index for expected_timers up front: a power of
+// two of 8-byte words at most 3/4 full, so for 100,000 timers at least
+// 2^18 words (2 MiB) before any timer is set, where a wheel without the
+// hint holds far less. (Half the hint would give 2^17 words: 1 MiB.)
+TEST(ErrorsCreate, ExpectedTimersSizesTheIndexUpFront) {
+  constexpr std::size_t kTimers = 100'000;
+  auto memory_of = [](std::size_t expected_timers) {
+    Options options = TestOptions();
+    options.expected_timers = expected_timers;
+    ManualWheel w(8, nullptr, options);
+    w.Tick();  // the loop has published its stats
+    return w.wheel().stats().memory_bytes;
+  };
+  const std::size_t hinted = memory_of(kTimers);
+  EXPECT_GE(hinted, std::size_t{1} << 21);
+  EXPECT_GE(hinted, kTimers * 8 * 4 / 3);
+  EXPECT_LT(memory_of(0), std::size_t{1} << 20);
+}
+
 TEST(ErrorsCreate, WorkersMustBeInRange) {
   for (int bad : {0, -1, kMaxWorkers + 1}) {
     Options options;
@@ -1877,16 +1896,28 @@ TEST(S5Long, DaysAndYearsAtOneMillisecondDoNotOverflow) {
           .ok());
   ASSERT_TRUE(wheel.SetTimer(6, 6, std::chrono::duration<double>(1e12)).ok());
   ASSERT_TRUE(wheel.SetTimer(7, 7, absl::Hours(24 * 365 * 100)).ok());
+  ASSERT_TRUE(wheel.SetTimer(8, 8, std::chrono::hours::max()).ok());
+  ASSERT_TRUE(wheel
+                  .SetTimer(9, 9,
+                            std::chrono::duration<std::uint64_t, std::nano>(
+                                std::numeric_limits<std::uint64_t>::max()))
+                  .ok());
   ASSERT_TRUE(wheel.SetTimer(10, 10, absl::Milliseconds(3)).ok());
   w.ticker().Tick(2);
   w.Tick(1);
   EXPECT_EQ(w.KeysFiredAt(1), (std::vector<int>{10}));
-  // A saturated timer moved near fires normally.
+  // A far timer moved near fires normally, and so do saturated ones (E5:
+  // deadlines saturate at 2^62 ticks; hours::max() and 2^64 - 1 ns both
+  // reach it at 1 ms).
   ASSERT_TRUE(wheel.MoveTimer(7, absl::Milliseconds(5)).ok());
+  ASSERT_TRUE(wheel.MoveTimer(8, absl::Milliseconds(5)).ok());
+  ASSERT_TRUE(wheel.MoveTimer(9, absl::Milliseconds(3)).ok());
   w.Tick(5);
+  EXPECT_EQ(w.FireTick(9), 4);
   EXPECT_EQ(w.FireTick(7), 6);
+  EXPECT_EQ(w.FireTick(8), 6);
   w.ticker().Tick(10000);
-  EXPECT_EQ(wheel.stats().fired, 2u);
+  EXPECT_EQ(wheel.stats().fired, 4u);
   EXPECT_EQ(wheel.stats().pending, 6u);
   EXPECT_EQ(StopSorted(wheel),
             (Vec{{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}, {6, 6}}));
@@ -3003,6 +3034,167 @@ TEST(E12DestroyFromCallback, FromADrainFunctionTheDrainCallReturns) {
     auto again = TimingWheel<int, int>::Create(options, [](int, int) {});
     EXPECT_TRUE(again.ok()) << again.status();
   }
+}
+
+// ---------------------------------------------------------------------------
+// E2: stats().applied counts every set, move and remove the loop applied,
+// whether or not its key was present; moved and removed count those that
+// found their key.
+TEST(E2Stats, AppliedCountsMovesAndRemovesToo) {
+  ManualWheel w(8);
+  IntWheel& wheel = w.wheel();
+  ASSERT_TRUE(wheel.SetTimer(1, 1, 3 * kInterval).ok());
+  ASSERT_TRUE(wheel.MoveTimer(1, 5 * kInterval).ok());
+  ASSERT_TRUE(wheel.MoveTimer(2, 5 * kInterval).ok());  // absent
+  ASSERT_TRUE(wheel.RemoveTimer(1).ok());
+  ASSERT_TRUE(wheel.RemoveTimer(3).ok());  // absent
+  w.Tick();  // queued behind them: all applied (S9)
+  const Stats stats = wheel.stats();
+  EXPECT_EQ(stats.applied, 5u);
+  EXPECT_EQ(stats.moved, 1u);
+  EXPECT_EQ(stats.removed, 1u);
+  EXPECT_EQ(stats.pending, 0u);
+}
+
+// E9: a timer removed while filed on the finest level releases its key and
+// value at once, not when its slot comes round.
+TEST(E9Memory, ARemovedTimersValueIsDestroyedAtOnce) {
+  auto destroyed = std::make_shared<std::atomic<int>>(0);
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options = ManualOptions(ticker);
+  options.num_slots = 64;
+  auto wheel = TimingWheel<int, Counted>::Create(options, [](int, Counted) {});
+  ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE(
+      (*wheel)->SetTimer(1, Counted(1, destroyed), 10 * kInterval).ok());
+  ASSERT_TRUE((*wheel)->RemoveTimer(1).ok());
+  ticker->Tick();  // the remove is applied; the slot is 9 ticks away
+  EXPECT_EQ(destroyed->load(), 1);
+  ticker->Tick(12);
+  EXPECT_EQ(destroyed->load(), 1);  // and not again
+}
+
+// S8 with two callers at once, while a callback is running: neither
+// returns before the callback does; one gets the pending entries, the
+// other an empty vector.
+TEST(S8Stop, TwoStopsAtOnceWaitAndOneGetsTheEntries) {
+  Event entered, release;
+  std::atomic<bool> callback_returned{false};
+  ManualWheel w(8, [&](IntWheel&, int key, int) {
+    if (key != 1) return;
+    entered.Notify();
+    release.WaitFor(kHangGuard);
+    absl::SleepFor(absl::Milliseconds(20));  // a Stop returning early shows
+    callback_returned.store(true);
+  });
+  IntWheel& wheel = w.wheel();
+  ASSERT_TRUE(wheel.SetTimer(1, 1, kInterval).ok());
+  ASSERT_TRUE(wheel.SetTimer(2, 2, 100 * kInterval).ok());
+  std::thread ticking([&] { w.ticker().Tick(); });
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  std::atomic<int> returned{0};
+  Vec results[2];
+  std::vector<std::thread> stopping;
+  for (int i = 0; i < 2; ++i) {
+    stopping.emplace_back([&, i] {
+      auto r = wheel.Stop();
+      EXPECT_TRUE(r.ok()) << r.status();
+      EXPECT_TRUE(callback_returned.load())
+          << "Stop returned while a callback was running";
+      if (r.ok()) results[i] = Sorted(std::move(*r));
+      returned.fetch_add(1);
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(returned.load(), 0);
+  release.Notify();
+  for (std::thread& t : stopping) t.join();
+  ticking.join();
+  EXPECT_EQ(returned.load(), 2);
+  std::sort(std::begin(results), std::end(results));
+  EXPECT_EQ(results[0], Vec());
+  EXPECT_EQ(results[1], (Vec{{2, 2}}));
+}
+
+// S8 and S6 with a Drain under way on another thread: Stop returns only
+// after every Drain fn has returned, none starts after it, and every entry
+// ends once (each was present when the Drain was applied, before the Stop:
+// all drained, none returned by Stop).
+TEST(S8Stop, WaitsForADrainInProgress) {
+  constexpr int kEntries = 10;
+  Event entered, release;
+  std::atomic<bool> stop_returned{false};
+  std::atomic<int> calls_after_stop{0}, running{0};
+  std::vector<std::atomic<int>> drained(kEntries);
+  auto ticker = std::make_shared<ManualTicker>();
+  Options options = ManualOptions(ticker);
+  options.drain_workers = 2;
+  auto wheel = IntWheel::Create(options, [](int, int) {});
+  ASSERT_TRUE(wheel.ok());
+  for (int k = 0; k < kEntries; ++k) {
+    ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Hours(1)).ok());
+  }
+  absl::Status drain_status;
+  std::thread draining([&] {
+    drain_status = (*wheel)->Drain([&](int key, int) {
+      if (stop_returned.load()) calls_after_stop.fetch_add(1);
+      running.fetch_add(1);
+      entered.Notify();
+      release.WaitFor(kHangGuard);
+      drained[key].fetch_add(1);
+      running.fetch_sub(1);
+    });
+  });
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  Event stopped;
+  Vec result;
+  std::thread stopping([&] {
+    auto r = (*wheel)->Stop();
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(running.load(), 0) << "Stop returned while a Drain fn ran";
+    stop_returned.store(true);
+    if (r.ok()) result = std::move(*r);
+    stopped.Notify();
+  });
+  EXPECT_FALSE(stopped.WaitFor(absl::Milliseconds(50)));
+  release.Notify();
+  EXPECT_TRUE(stopped.WaitFor(kHangGuard));
+  stopping.join();
+  draining.join();
+  EXPECT_TRUE(drain_status.ok()) << drain_status;
+  EXPECT_EQ(calls_after_stop.load(), 0);
+  EXPECT_EQ(result, Vec());
+  for (int k = 0; k < kEntries; ++k) EXPECT_EQ(drained[k].load(), 1) << k;
+}
+
+// E12: the destructor, called from another thread while a callback runs,
+// returns only once that callback has returned.
+TEST(E12DestroyFromAnotherThread, WaitsForTheCallbackInFlight) {
+  Event entered, release;
+  std::atomic<bool> callback_returned{false};
+  auto ticker = std::make_shared<ManualTicker>();
+  auto wheel = IntWheel::Create(ManualOptions(ticker), [&](int, int) {
+    entered.Notify();
+    release.WaitFor(kHangGuard);
+    absl::SleepFor(absl::Milliseconds(20));
+    callback_returned.store(true);
+  });
+  ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE((*wheel)->SetTimer(1, 1, kInterval).ok());
+  std::thread ticking([&] { ticker->Tick(); });
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
+  Event destroyed;
+  std::thread destroying([&] {
+    wheel->reset();
+    EXPECT_TRUE(callback_returned.load())
+        << "the destructor returned while a callback was running";
+    destroyed.Notify();
+  });
+  EXPECT_FALSE(destroyed.WaitFor(absl::Milliseconds(50)));
+  release.Notify();
+  EXPECT_TRUE(destroyed.WaitFor(kHangGuard));
+  destroying.join();
+  ticking.join();
 }
 
 // ---------------------------------------------------------------------------
