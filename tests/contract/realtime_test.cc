@@ -230,19 +230,19 @@ struct HoldingHash {
 };
 
 // docs/api.md Time: with real time, a command's start `s` is read when the
-// call is made, not when the loop gets to the command. A SetTimer made while
-// the loop is stalled for 2 s, with a 3 s delay, is due 3 s after the call
-// (about 1 s after the loop resumes); counted from when the loop applied it,
-// it would fire about 5 s after the call. The bound leaves 1.6 s for a slow
-// machine.
+// call is made, not when the loop gets to the command. A SetTimer and a
+// MoveTimer made while the loop is stalled for 2 s, with a 3 s delay, are
+// due 3 s after their calls (about 1 s after the loop resumes); counted from
+// when the loop applied them, they would fire about 5 s after the calls.
+// The bound leaves 1.6 s for a slow machine.
 TEST(RealTime, DeadlineCountsFromTheCallNotTheLoop) {
-  FireTimes fires(1);
-  auto wheel = TimingWheel<int, int, HoldingHash>::Create(RealOptions(32),
-                                                          [&](int key, int) {
-                                                            if (key == 0)
-                                                              fires.Record(key);
-                                                          });
+  FireTimes fires(2);
+  auto wheel = TimingWheel<int, int, HoldingHash>::Create(
+      RealOptions(32), [&](int key, int) {
+        if (key == 0 || key == 1) fires.Record(key);
+      });
   ASSERT_TRUE(wheel.ok());
+  ASSERT_TRUE((*wheel)->SetTimer(1, 1, absl::Hours(1)).ok());
   g_hold_armed.store(true);
   ASSERT_TRUE((*wheel)->SetTimer(kHoldKey, 0, absl::Hours(1)).ok());
   {
@@ -250,15 +250,21 @@ TEST(RealTime, DeadlineCountsFromTheCallNotTheLoop) {
     ASSERT_TRUE(g_hold_cv.wait_for(lock, absl::ToChronoNanoseconds(kHangGuard),
                                    [] { return g_holding; }));
   }
-  // The loop is stalled now.
-  const std::int64_t t0 = NowNs();
+  // The loop is stalled now; key 1's set is applied before its move (S9).
+  std::int64_t called[2];
+  called[0] = NowNs();
   ASSERT_TRUE((*wheel)->SetTimer(0, 0, absl::Seconds(3)).ok());
-  ASSERT_TRUE(fires.WaitFor(1));
+  called[1] = NowNs();
+  ASSERT_TRUE((*wheel)->MoveTimer(1, absl::Seconds(3)).ok());
+  ASSERT_TRUE(fires.WaitFor(2));
   const auto times = fires.Get();
-  ASSERT_EQ(times[0].size(), 1u);
-  EXPECT_GE(times[0][0], t0 + 3'000'000'000LL) << "fired early";
-  EXPECT_LT(times[0][0], t0 + 4'600'000'000LL)
-      << "the deadline was counted from when the loop applied the call";
+  for (int key : {0, 1}) {
+    SCOPED_TRACE(key == 0 ? "SetTimer" : "MoveTimer");
+    ASSERT_EQ(times[key].size(), 1u);
+    EXPECT_GE(times[key][0], called[key] + 3'000'000'000LL) << "fired early";
+    EXPECT_LT(times[key][0], called[key] + 4'600'000'000LL)
+        << "the deadline was counted from when the loop applied the call";
+  }
 }
 
 // docs/api.md B1: a batch's items all have "the same submission time s,
