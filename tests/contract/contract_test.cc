@@ -3088,9 +3088,12 @@ TEST(S8Stop, TwoStopsAtOnceWaitAndOneGetsTheEntries) {
     callback_returned.store(true);
   });
   IntWheel& wheel = w.wheel();
-  ASSERT_TRUE(wheel.SetTimer(1, 1, kInterval).ok());
-  ASSERT_TRUE(wheel.SetTimer(2, 2, 100 * kInterval).ok());
-  std::thread ticking([&] { w.ticker().Tick(); });
+  // The sets from the ticking thread: order holds per thread only (S9).
+  std::thread ticking([&] {
+    EXPECT_TRUE(wheel.SetTimer(1, 1, kInterval).ok());
+    EXPECT_TRUE(wheel.SetTimer(2, 2, 100 * kInterval).ok());
+    w.ticker().Tick();
+  });
   ASSERT_TRUE(entered.WaitFor(kHangGuard));
   std::atomic<int> returned{0};
   Vec results[2];
@@ -3134,6 +3137,9 @@ TEST(S8Stop, WaitsForADrainInProgress) {
   for (int k = 0; k < kEntries; ++k) {
     ASSERT_TRUE((*wheel)->SetTimer(k, k, absl::Hours(1)).ok());
   }
+  // Order holds per thread only (S9): this thread's Tick returns once its
+  // sets are applied, so the other thread's Drain finds them.
+  ticker->Tick();
   absl::Status drain_status;
   std::thread draining([&] {
     drain_status = (*wheel)->Drain([&](int key, int) {
@@ -3180,8 +3186,11 @@ TEST(E12DestroyFromAnotherThread, WaitsForTheCallbackInFlight) {
     callback_returned.store(true);
   });
   ASSERT_TRUE(wheel.ok());
-  ASSERT_TRUE((*wheel)->SetTimer(1, 1, kInterval).ok());
-  std::thread ticking([&] { ticker->Tick(); });
+  // The set from the ticking thread: order holds per thread only (S9).
+  std::thread ticking([&] {
+    EXPECT_TRUE((*wheel)->SetTimer(1, 1, kInterval).ok());
+    ticker->Tick();
+  });
   ASSERT_TRUE(entered.WaitFor(kHangGuard));
   Event destroyed;
   std::thread destroying([&] {
