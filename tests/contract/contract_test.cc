@@ -73,6 +73,32 @@ class Event {
   bool notified_ = false;
 };
 
+// Calls wheel.Stop() on another thread while something the Stop must wait
+// for is held, and checks that it waits: it has not returned 50 ms later,
+// and returns once `release` is notified. `on_return` runs on the stopping
+// thread as soon as Stop returns, to check what must hold by then. Returns
+// Stop's result, sorted.
+template <typename Wheel>
+std::vector<std::pair<int, int>> StopWaitsUntilReleased(
+    Wheel& wheel, Event& release, const std::function<void()>& on_return) {
+  Event stopped;
+  std::vector<std::pair<int, int>> result;
+  std::thread stopping([&] {
+    auto r = wheel.Stop();
+    EXPECT_TRUE(r.ok()) << r.status();
+    on_return();
+    if (r.ok()) result = std::move(*r);
+    stopped.Notify();
+  });
+  EXPECT_FALSE(stopped.WaitFor(absl::Milliseconds(50)))
+      << "Stop returned while it should wait";
+  release.Notify();
+  EXPECT_TRUE(stopped.WaitFor(kHangGuard));
+  stopping.join();
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
 using IntWheel = TimingWheel<int, int>;
 
 Options ManualOptions(std::shared_ptr<ManualTicker> ticker, int num_slots = 8) {
@@ -614,31 +640,21 @@ TEST(S8Stop, WaitsForCallbacksInFlightAndNoneRunAfter) {
     ticker.Tick(5);
   });
   ASSERT_TRUE(entered.WaitFor(kHangGuard));
-  Event stopped;
-  std::vector<std::pair<int, int>> result;
-  std::thread stopping([&] {
-    auto r = w.wheel().Stop();
-    EXPECT_TRUE(r.ok()) << r.status();
+  // Stop cannot finish while the callback blocks.
+  const Vec result = StopWaitsUntilReleased(w.wheel(), release, [&] {
     EXPECT_TRUE(callback_returned.load())
         << "Stop returned while a callback was running";
     stop_returned.store(true);
-    if (r.ok()) result = std::move(*r);
-    stopped.Notify();
   });
-  // Stop cannot finish while the callback blocks.
-  EXPECT_FALSE(stopped.WaitFor(absl::Milliseconds(50)));
-  release.Notify();
-  EXPECT_TRUE(stopped.WaitFor(kHangGuard));
-  stopping.join();
   ticking.join();
   EXPECT_EQ(calls_after_stop.load(), 0);
   // Key 2 was due on tick 2: whether the Stop cut the Tick(5) short or not,
   // it ended exactly one way.
   if (key2_fired.load() == 1) {
-    EXPECT_EQ(Sorted(result), Vec());
+    EXPECT_EQ(result, Vec());
   } else {
     EXPECT_EQ(key2_fired.load(), 0);
-    EXPECT_EQ(Sorted(result), (Vec{{2, 2}}));
+    EXPECT_EQ(result, (Vec{{2, 2}}));
   }
 }
 
@@ -3152,20 +3168,10 @@ TEST(S8Stop, WaitsForADrainInProgress) {
     });
   });
   ASSERT_TRUE(entered.WaitFor(kHangGuard));
-  Event stopped;
-  Vec result;
-  std::thread stopping([&] {
-    auto r = (*wheel)->Stop();
-    EXPECT_TRUE(r.ok()) << r.status();
+  const Vec result = StopWaitsUntilReleased(**wheel, release, [&] {
     EXPECT_EQ(running.load(), 0) << "Stop returned while a Drain fn ran";
     stop_returned.store(true);
-    if (r.ok()) result = std::move(*r);
-    stopped.Notify();
   });
-  EXPECT_FALSE(stopped.WaitFor(absl::Milliseconds(50)));
-  release.Notify();
-  EXPECT_TRUE(stopped.WaitFor(kHangGuard));
-  stopping.join();
   draining.join();
   EXPECT_TRUE(drain_status.ok()) << drain_status;
   EXPECT_EQ(calls_after_stop.load(), 0);
