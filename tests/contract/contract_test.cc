@@ -73,32 +73,6 @@ class Event {
   bool notified_ = false;
 };
 
-// Calls wheel.Stop() on another thread while something the Stop must wait
-// for is held, and checks that it waits: it has not returned 50 ms later,
-// and returns once `release` is notified. `on_return` runs on the stopping
-// thread as soon as Stop returns, to check what must hold by then. Returns
-// Stop's result, sorted.
-template <typename Wheel>
-std::vector<std::pair<int, int>> StopWaitsUntilReleased(
-    Wheel& wheel, Event& release, const std::function<void()>& on_return) {
-  Event stopped;
-  std::vector<std::pair<int, int>> result;
-  std::thread stopping([&] {
-    auto r = wheel.Stop();
-    EXPECT_TRUE(r.ok()) << r.status();
-    on_return();
-    if (r.ok()) result = std::move(*r);
-    stopped.Notify();
-  });
-  EXPECT_FALSE(stopped.WaitFor(absl::Milliseconds(50)))
-      << "Stop returned while it should wait";
-  release.Notify();
-  EXPECT_TRUE(stopped.WaitFor(kHangGuard));
-  stopping.join();
-  std::sort(result.begin(), result.end());
-  return result;
-}
-
 using IntWheel = TimingWheel<int, int>;
 
 Options ManualOptions(std::shared_ptr<ManualTicker> ticker, int num_slots = 8) {
@@ -231,6 +205,31 @@ std::vector<std::pair<int, int>> StopSorted(Wheel& wheel) {
   EXPECT_TRUE(stopped.ok()) << stopped.status();
   if (!stopped.ok()) return {};
   return Sorted(std::move(*stopped));
+}
+
+// Calls wheel.Stop() on another thread while something the Stop must wait
+// for is held, and checks that it waits: it has not returned 50 ms later,
+// and returns once `release` is notified. `on_return` runs on the stopping
+// thread as soon as Stop returns, to check what must hold by then. Returns
+// Stop's result, sorted.
+template <typename Wheel>
+std::vector<std::pair<int, int>> StopWaitsUntilReleased(
+    Wheel& wheel, Event& release, const std::function<void()>& on_return) {
+  Event stopped;
+  std::vector<std::pair<int, int>> result;
+  std::thread stopping([&] {
+    auto r = wheel.Stop();
+    EXPECT_TRUE(r.ok()) << r.status();
+    on_return();
+    if (r.ok()) result = std::move(*r);
+    stopped.Notify();
+  });
+  EXPECT_FALSE(stopped.WaitFor(absl::Milliseconds(50)))
+      << "Stop returned while it should wait";
+  release.Notify();
+  EXPECT_TRUE(stopped.WaitFor(kHangGuard));
+  stopping.join();
+  return Sorted(std::move(result));
 }
 
 // Runs fn on a new thread and waits for it at most kHangGuard; returns false
