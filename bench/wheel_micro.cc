@@ -23,9 +23,9 @@
 #include "benchmark/benchmark.h"
 #include "support/memory.h"
 #include "support/rng.h"
-#include "timingwheel/internal/apply_pipeline.h"
-#include "timingwheel/internal/command.h"
-#include "timingwheel/internal/wheel.h"
+#include "timingwheel/internal/loop/apply_pipeline.h"
+#include "timingwheel/internal/loop/command.h"
+#include "timingwheel/internal/wheel/wheel.h"
 
 namespace {
 

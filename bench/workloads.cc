@@ -47,7 +47,7 @@
 #include "support/memory.h"
 #include "support/results.h"
 #include "support/rng.h"
-#include "timingwheel/internal/wheel.h"
+#include "timingwheel/internal/wheel/wheel.h"
 #include "timingwheel/timing_wheel.h"
 
 namespace {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "timingwheel/internal/cache_index.h"
-#include "timingwheel/internal/cache_pool.h"
-#include "timingwheel/internal/cache_sketch.h"
+#include "timingwheel/internal/cache/index.h"
+#include "timingwheel/internal/cache/pool.h"
+#include "timingwheel/internal/cache/sketch.h"
 
 namespace timingwheel {
 namespace internal {

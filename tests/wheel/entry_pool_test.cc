@@ -1,6 +1,6 @@
 // EntryPool on its own, against a model of which indices are live; the
 // tests play the pool's owner, relocating entries when it shrinks.
-#include "timingwheel/internal/entry_pool.h"
+#include "timingwheel/internal/wheel/entry_pool.h"
 
 #include <gtest/gtest.h>
 

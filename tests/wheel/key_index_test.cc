@@ -7,7 +7,7 @@
 // a growth or a shrink moves the words to another table a few at a time,
 // where a word lost or found twice between the two tables is the risk, and
 // a growth that does not end before a table fills would be another.
-#include "timingwheel/internal/key_index.h"
+#include "timingwheel/internal/wheel/key_index.h"
 
 #include <algorithm>
 #include <bit>

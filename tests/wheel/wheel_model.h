@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "timingwheel/internal/wheel.h"
+#include "timingwheel/internal/wheel/wheel.h"
 
 namespace timingwheel {
 namespace testing {

@@ -6,7 +6,7 @@
 // ticks, clamping, replace/move/remove semantics, NextDueTick, big jumps,
 // unusual key and value types, and that every key and value is destroyed
 // exactly once.
-#include "timingwheel/internal/wheel.h"
+#include "timingwheel/internal/wheel/wheel.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Options for a TimingWheel.
+// Options for a TimingWheel and for a Cache.
 #ifndef TIMINGWHEEL_OPTIONS_H_
 #define TIMINGWHEEL_OPTIONS_H_
 
@@ -68,6 +68,25 @@ inline constexpr int kMaxSlots = 1 << 22;
 inline constexpr int kMaxWorkers = 1024;
 // Largest expected_timers accepted: the pool addresses fewer than 2^31.
 inline constexpr std::size_t kMaxTimers = (std::size_t{1} << 31) - 1;
+
+// Why a value left the cache.
+enum class RemovalCause {
+  kExpired,   // its time to live ran out
+  kExplicit,  // Delete or Clear
+  kReplaced,  // a Set of its key replaced the value
+  kSize,      // evicted to stay within max_entries
+};
+
+// How a Cache behaves. Create validates it.
+struct CacheOptions {
+  absl::Duration ttl = absl::Minutes(1);  // time to live of Set without one;
+                                          // > 0; InfiniteDuration = never
+  bool sliding = false;         // a hit restarts the entry's time to live
+                                // (expire after access); else after write
+  std::size_t max_entries = 0;  // 0 = unbounded
+  Options wheel;                // interval (= expiry precision), ticker,
+                                // workers, ... as for TimingWheel
+};
 
 }  // namespace timingwheel
 

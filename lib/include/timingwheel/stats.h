@@ -1,4 +1,4 @@
-// Counters a TimingWheel keeps about itself.
+// Counters a TimingWheel and a Cache keep about themselves.
 #ifndef TIMINGWHEEL_STATS_H_
 #define TIMINGWHEEL_STATS_H_
 
@@ -27,6 +27,17 @@ struct Stats {
   // Bytes the wheel's timers, key index and slots hold now. Falls back when
   // most timers are gone: the loop gives the memory back between ticks.
   std::size_t memory_bytes = 0;
+};
+
+// A snapshot of a cache's counters since creation.
+struct CacheStats {
+  std::uint64_t hits = 0, misses = 0;
+  std::uint64_t loads = 0, load_failures = 0;  // GetOrLoad's load() calls
+  std::uint64_t expired = 0, evicted = 0;      // removals by kExpired, kSize
+  std::size_t size = 0;                        // entries present
+  // Extension: exceptions thrown by the removal listener (each caught; the
+  // value still counts as gone, and the other removals are still told).
+  std::uint64_t listener_exceptions = 0;
 };
 
 }  // namespace timingwheel

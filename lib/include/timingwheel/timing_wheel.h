@@ -15,13 +15,10 @@
 #define TIMINGWHEEL_TIMING_WHEEL_H_
 
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <new>
-#include <ratio>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -34,69 +31,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "timingwheel/internal/event_loop.h"
+#include "timingwheel/internal/base/duration.h"
+#include "timingwheel/internal/loop/event_loop.h"
+#include "timingwheel/internal/loop/validate.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace internal {
-
-// Create's checks of everything but the callback.
-absl::Status ValidateOptions(const Options& options);
-// SetTimer's and MoveTimer's check: delay > 0 and finite.
-absl::Status ValidateDelay(absl::Duration delay);
-
-// ToDuration's conversion, which rounds toward zero.
-template <typename Rep, typename Period>
-absl::Duration ToDurationTruncated(std::chrono::duration<Rep, Period> d) {
-  if constexpr (std::is_floating_point_v<Rep>) {
-    const double seconds = std::chrono::duration<double>(d).count();
-    if (std::isnan(seconds)) return absl::ZeroDuration();
-    if (std::isinf(seconds)) {
-      return seconds > 0 ? absl::InfiniteDuration() : -absl::InfiniteDuration();
-    }
-    // A finite duration too long for absl::Duration is still finite.
-    if (seconds >= 9.2e18) {
-      return absl::Seconds(std::numeric_limits<std::int64_t>::max());
-    }
-    return absl::Seconds(seconds);
-  } else {
-    // An unsigned count above INT64_MAX is still a finite, positive delay.
-    if constexpr (std::is_unsigned_v<Rep>) {
-      if (d.count() > static_cast<std::make_unsigned_t<std::int64_t>>(
-                          std::numeric_limits<std::int64_t>::max())) {
-        return absl::Seconds(std::numeric_limits<std::int64_t>::max());
-      }
-    }
-    const absl::Duration r =
-        absl::Seconds(static_cast<std::int64_t>(d.count())) *
-        static_cast<std::int64_t>(Period::num) /
-        static_cast<std::int64_t>(Period::den);
-    // A finite duration too long for absl::Duration is still finite.
-    if (r == absl::InfiniteDuration()) {
-      return absl::Seconds(std::numeric_limits<std::int64_t>::max());
-    }
-    return r;
-  }
-}
-
-// Any std::chrono::duration as an absl::Duration, saturating to infinity
-// instead of overflowing; NaN becomes zero (and so is refused), and a
-// positive one below absl's resolution becomes 1 ns, not zero: it is a
-// positive delay (due on the next tick), not a refused one.
-template <typename Rep, typename Period>
-absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
-  const absl::Duration r = ToDurationTruncated(d);
-  if (r == absl::ZeroDuration() && d > d.zero()) return absl::Nanoseconds(1);
-  return r;
-}
-
-// Every num_slots that Create accepts fits the wheel's list ids.
-static_assert(static_cast<std::uint32_t>(kMaxSlots) <=
-              Wheel<int, int>::kMaxSlots);
-
-}  // namespace internal
 
 // Keyed timers. K: copyable, hashable by Hash, comparable by Eq. V: movable.
 // Every method is thread-safe; commands from one thread are applied in the

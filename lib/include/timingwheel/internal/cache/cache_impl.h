@@ -1,0 +1,655 @@
+// Cache<K, V>'s implementation: the shards, their expiry buckets on the
+// cache's own TimingWheel, the listener calls outside every lock, and the
+// load flights. Cache (timingwheel/cache.h) inherits it privately and
+// forwards each public call; the contract is there.
+//
+// Locking: each shard's mutex guards its table, pool, policy, buckets and
+// flights; the counters are relaxed atomics read without it. The listener
+// and load() run with no lock held, so they may call the cache, or destroy
+// it: UserCallFrame and CacheGate make the call that did so touch nothing
+// after.
+#ifndef TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
+#define TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "timingwheel/internal/cache/flight.h"
+#include "timingwheel/internal/cache/gate.h"
+#include "timingwheel/internal/cache/pool.h"
+#include "timingwheel/internal/cache/shard.h"
+#include "timingwheel/options.h"
+#include "timingwheel/stats.h"
+#include "timingwheel/timing_wheel.h"
+
+namespace timingwheel {
+
+namespace internal {
+
+template <typename K, typename V, typename Hash, typename Eq>
+class CacheImpl {
+ public:
+  // Cache::RemovalListener and Cache::Loader (cache.h).
+  using RemovalListener =
+      std::function<void(K key, V value, RemovalCause cause)>;
+  using Loader = std::function<absl::StatusOr<V>()>;
+
+  // Create's checks: ttl > 0, and the wheel's options as the user wrote
+  // them (the wheel below is created with max_pending and max_lag cleared,
+  // so a bad max_lag would otherwise pass unseen).
+  static absl::Status Validate(const CacheOptions& options) {
+    if (options.ttl <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("CacheOptions::ttl must be > 0");
+    }
+    return ValidateOptions(options.wheel);
+  }
+
+  // Create's second half: the cache's wheel, whose callback files and
+  // expires this cache's buckets.
+  absl::Status StartWheel() {
+    CacheImpl* self = this;
+    std::shared_ptr<CacheGate> gate = gate_;
+    // The cache's wheel is never refused for room or for lag: a refused
+    // re-file of a slid entry (in OnBucket) would have to expire it early
+    // or lose its timer, and a refused bucket would fail a Set. Its
+    // commands are one per new bucket, so the queue stays short without a
+    // bound.
+    Options wheel_options = options_.wheel;
+    wheel_options.max_pending = 0;
+    wheel_options.max_lag = absl::ZeroDuration();
+    auto wheel = Wheel::Create(
+        wheel_options, [self, gate](BucketKey bucket, std::uint32_t shard) {
+          if (!gate->Enter()) return;
+          struct Leave {
+            CacheGate& gate;
+            const CacheImpl* const outer;
+            ~Leave() {
+              in_bucket_of_ = outer;
+              gate.Leave();
+            }
+          } leave{*gate, std::exchange(in_bucket_of_, self)};
+          self->OnBucket(bucket.first, shard);  // may destroy *self
+        });
+    if (!wheel.ok()) return wheel.status();
+    interval_ns_ = std::max<std::int64_t>(
+        1, absl::ToInt64Nanoseconds(options_.wheel.interval));
+    wheel_ = *std::move(wheel);
+    return absl::OkStatus();
+  }
+
+  // ~Cache (cache.h): stops the wheel, waiting for the listener calls in
+  // flight on other threads, then the members destroy the values left.
+  ~CacheImpl() {
+    UserCallFrame::MarkDestroyed(this);
+    // From a listener inside this thread's OnBucket, that call is ours and
+    // returns untouched; any other must end before the memory goes.
+    gate_->Close(in_bucket_of_ == this ? 1 : 0);
+    // Refused inside the wheel's own callback; destroying it there returns
+    // at once all the same (api.md E12).
+    if (wheel_ != nullptr) wheel_->Stop().IgnoreError();
+  }
+
+  CacheImpl(const CacheImpl&) = delete;
+  CacheImpl& operator=(const CacheImpl&) = delete;
+
+  // Cache::Get (cache.h).
+  std::optional<V> Get(const K& key) {
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
+    std::lock_guard<std::mutex> lock(s.mu);
+    const std::uint32_t i = HitLocked(s, key, h);
+    if (i == kCacheNil) return std::nullopt;
+    return s.pool.at(i).value();
+  }
+
+  // Cache::Set (cache.h).
+  absl::Status Set(K key, V value) {
+    return Set(std::move(key), std::move(value), options_.ttl);
+  }
+  absl::Status Set(K key, V value, absl::Duration ttl) {
+    if (ttl <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("ttl must be > 0");
+    }
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
+    Removals removals;
+    absl::Status status;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      SupersedeLoadLocked(s, key);
+      status = SetLocked(s, std::move(key), std::move(value), ttl, h, removals);
+    }
+    Notify(removals);  // may have destroyed the cache: touch nothing after
+    return status;
+  }
+
+  // Cache::Delete (cache.h).
+  bool Delete(const K& key) {
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
+    Removals removals;
+    bool present = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      SupersedeLoadLocked(s, key);
+      const std::uint32_t i = FindLocked(s, key, h);
+      if (i != kCacheNil) {
+        present = NowNs() < s.pool.at(i).deadline;
+        RemoveLocked(s, i, h.tag,
+                     present ? RemovalCause::kExplicit : RemovalCause::kExpired,
+                     removals);
+      }
+    }
+    Notify(removals);  // may have destroyed the cache: touch nothing after
+    return present;
+  }
+
+  // Cache::GetOrLoad (cache.h).
+  absl::StatusOr<V> GetOrLoad(const K& key, const Loader& load) {
+    if (!load) return absl::InvalidArgumentError("load is empty");
+    const Hashed h = HashOf(key);
+    Shard& s = *shards_[h.shard];
+    std::shared_ptr<CacheFlight<V>> flight;
+    bool leader = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      const std::uint32_t i = HitLocked(s, key, h);
+      if (i != kCacheNil) return s.pool.at(i).value();
+      auto [it, inserted] = s.flights.try_emplace(key);
+      if (inserted) {
+        it->second = std::make_shared<CacheFlight<V>>();
+        it->second->leader = std::this_thread::get_id();
+        leader = true;
+      } else if (it->second->leader == std::this_thread::get_id()) {
+        // Called from this key's own load(), directly or through other
+        // keys' loads: waiting would wait for itself (Guava and Caffeine
+        // throw IllegalStateException here).
+        return absl::FailedPreconditionError(
+            "GetOrLoad: the load() of this key asked for the same key");
+      }
+      flight = it->second;
+    }
+    if (!leader) return flight->Wait();
+
+    absl::StatusOr<V> result;
+    bool destroyed;
+    {
+      UserCallFrame frame(this);
+      try {
+        result = load();
+      } catch (...) {
+        result = absl::InternalError("load threw an exception");
+      }
+      destroyed = frame.destroyed();
+    }
+    if (destroyed) {
+      // load() destroyed the cache: nothing to store it in. The callers
+      // waiting for it get the result all the same.
+      flight->Finish(result);
+      return result;
+    }
+    if (result.ok()) {
+      loads_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      load_failures_.fetch_add(1, std::memory_order_relaxed);
+    }
+    Removals removals;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      // Under the same lock as storing: a caller arriving now finds the
+      // value, or (after an error) starts a new load.
+      s.flights.erase(key);
+      if (result.ok() && flight->superseded) {
+        // As if stored and at once replaced by the later write (Guava
+        // reports its discarded load likewise): every value a load
+        // returns leaves through the listener exactly once.
+        if (listener_)
+          removals.emplace_back(key, *result, RemovalCause::kReplaced);
+      } else if (result.ok()) {
+        absl::Status st = SetLocked(s, key, *result, options_.ttl, h, removals);
+        if (!st.ok()) result = st;
+      }
+    }
+    flight->Finish(result);
+    Notify(removals);  // may have destroyed the cache: touch nothing after
+    return result;
+  }
+
+  // Cache::Clear (cache.h).
+  void Clear() {
+    for (auto& sp : shards_) {
+      Shard& s = *sp;
+      Removals removals;
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        const std::int64_t now = NowNs();
+        s.index.ForEach([&](std::uint32_t i) {
+          auto& n = s.pool.at(i);
+          Unfile(s, i);
+          const RemovalCause cause = now >= n.deadline
+                                         ? RemovalCause::kExpired
+                                         : RemovalCause::kExplicit;
+          if (cause == RemovalCause::kExpired) {
+            s.expired.fetch_add(1, std::memory_order_relaxed);
+          }
+          Collect(s, i, cause, removals);
+        });
+        s.index.Clear();
+        for (auto& [key, flight] : s.flights) flight->superseded = true;
+        if (s.capacity != 0) s.policy.Clear();
+        s.last_hit = kCacheNil;
+        s.size.store(0, std::memory_order_relaxed);
+        MaybeRelease(s);
+      }
+      if (Notify(removals)) return;  // destroyed from the listener
+    }
+  }
+
+  // Cache::size (cache.h).
+  std::size_t size() const {
+    std::size_t n = 0;
+    for (const auto& s : shards_) n += s->size.load(std::memory_order_relaxed);
+    return n;
+  }
+
+  // Cache::stats (cache.h).
+  CacheStats stats() const {
+    CacheStats st;
+    for (const auto& s : shards_) {
+      st.hits += s->hits.load(std::memory_order_relaxed);
+      st.misses += s->misses.load(std::memory_order_relaxed);
+      st.expired += s->expired.load(std::memory_order_relaxed);
+      st.evicted += s->evicted.load(std::memory_order_relaxed);
+      st.size += s->size.load(std::memory_order_relaxed);
+    }
+    st.loads = loads_.load(std::memory_order_relaxed);
+    st.load_failures = load_failures_.load(std::memory_order_relaxed);
+    st.listener_exceptions =
+        listener_exceptions_.load(std::memory_order_relaxed);
+    return st;
+  }
+
+  // Wheel key: an expiry bucket (tick, shard); wheel value: the shard.
+  using BucketKey = std::pair<std::int64_t, std::uint32_t>;
+  using Wheel = TimingWheel<BucketKey, std::uint32_t>;
+  using Node = CacheNode<K, V>;
+  using Shard = CacheShard<K, V, Hash, Eq>;
+  using Removals = std::vector<std::tuple<K, V, RemovalCause>>;
+
+  // A key's hash, split: which shard, and the 32 bits its index keeps.
+  struct Hashed {
+    std::uint64_t mixed;  // for the frequency sketch
+    std::size_t shard;
+    std::uint32_t tag;
+  };
+
+  static constexpr std::int64_t kNever =
+      std::numeric_limits<std::int64_t>::max();
+  static constexpr int kMaxShardBits = 6;
+  // A bounded cache keeps at least this many entries per shard, so that each
+  // shard's policy has room to choose.
+  static constexpr std::size_t kMinShardCapacity = 128;
+
+  CacheImpl(const CacheOptions& options, RemovalListener on_removal)
+      : options_(options),
+        listener_(on_removal ? std::make_shared<const RemovalListener>(
+                                   std::move(on_removal))
+                             : nullptr) {
+    int bits = kMaxShardBits;
+    if (options.max_entries != 0) {
+      bits = 0;
+      while (bits < kMaxShardBits &&
+             (options.max_entries >> (bits + 1)) >= kMinShardCapacity) {
+        ++bits;
+      }
+    }
+    shard_bits_ = bits;
+    const std::size_t n = std::size_t{1} << bits;
+    shards_.reserve(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      auto s = std::make_unique<Shard>(hash_, eq_);
+      s->id = static_cast<std::uint32_t>(k);
+      if (options.max_entries != 0) {
+        // Shares that sum to max_entries, so the total never exceeds it.
+        s->capacity = options.max_entries / n + (k < options.max_entries % n);
+        s->policy.Reset(s->capacity);
+      }
+      shards_.push_back(std::move(s));
+    }
+  }
+
+  Hashed HashOf(const K& key) const {
+    // splitmix64's finalizer: good bits everywhere even for an identity
+    // Hash. The shard takes the top bits, the index the low ones.
+    std::uint64_t x = static_cast<std::uint64_t>(hash_(key));
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return Hashed{x, shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
+                  static_cast<std::uint32_t>(x)};
+  }
+
+  std::int64_t NowNs() const { return absl::ToInt64Nanoseconds(wheel_->Now()); }
+
+  // A time to live in ns; Node::kTtlNever for never (and for anything
+  // longer than about 146 years).
+  static std::int64_t ToNs(absl::Duration d) {
+    if (d == absl::InfiniteDuration()) return Node::kTtlNever;
+    const std::int64_t ns = absl::ToInt64Nanoseconds(d);  // saturates
+    return std::clamp<std::int64_t>(ns, 1, Node::kTtlNever);
+  }
+  // now + ttl; kNever for never, and for deadlines beyond about 73 years
+  // (so tick arithmetic cannot overflow).
+  static std::int64_t Deadline(std::int64_t now, std::int64_t ttl) {
+    if (ttl == Node::kTtlNever || ttl >= kNever / 4 - now) return kNever;
+    return now + ttl;
+  }
+
+  // A Set, Delete or Clear of `key` is under way: a load of it in flight
+  // must not store its (older) value afterwards. A compare when no load is
+  // in flight in the shard.
+  static void SupersedeLoadLocked(Shard& s, const K& key) {
+    if (s.flights.empty()) return;
+    auto it = s.flights.find(key);
+    if (it != s.flights.end()) it->second->superseded = true;
+  }
+
+  std::uint32_t FindLocked(Shard& s, const K& key, const Hashed& h) {
+    return s.index.Find(
+        h.tag, [&](std::uint32_t i) { return eq_(s.pool.at(i).key(), key); });
+  }
+
+  // Looks `key` up; on a hit counts it, slides it, updates the policy and
+  // returns the node; on a miss (absent or expired) counts it and returns
+  // kCacheNil. The clock is read under the lock, so an entry cannot expire
+  // between the check and the caller's copy.
+  std::uint32_t HitLocked(Shard& s, const K& key, const Hashed& h) {
+    const std::uint32_t i = FindLocked(s, key, h);
+    const std::int64_t now = NowNs();
+    if (i == kCacheNil || now >= s.pool.at(i).deadline) {
+      s.misses.fetch_add(1, std::memory_order_relaxed);
+      return kCacheNil;
+    }
+    auto& n = s.pool.at(i);
+    // Sliding costs no wheel command and no relink: when the entry's bucket
+    // fires, it sees the later deadline and moves the entry on.
+    if (options_.sliding && n.deadline != kNever) {
+      n.deadline = Deadline(now, n.ttl());
+    }
+    if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.mixed);
+    s.last_hit = i;
+    s.hits.fetch_add(1, std::memory_order_relaxed);
+    return i;
+  }
+
+  absl::Status SetLocked(Shard& s, K key, V value, absl::Duration ttl,
+                         const Hashed& h, Removals& removals) {
+    const std::int64_t now = NowNs();
+    const std::int64_t ttl_ns = ToNs(ttl);
+    const std::int64_t deadline = Deadline(now, ttl_ns);
+    // The bucket first: its timer is the only wheel command, and if the
+    // wheel refuses it nothing has changed yet.
+    std::uint32_t bucket = kCacheNil;
+    if (deadline != kNever) {
+      absl::StatusOr<std::uint32_t> b = BucketFor(s, TickOf(deadline), now);
+      if (!b.ok()) return b.status();
+      bucket = *b;
+    }
+    std::uint32_t i = FindLocked(s, key, h);
+    if (i != kCacheNil) {
+      // Replaced in place: the node leaves its bucket for the new one.
+      auto& n = s.pool.at(i);
+      Unfile(s, i);
+      const RemovalCause cause =
+          now >= n.deadline ? RemovalCause::kExpired : RemovalCause::kReplaced;
+      if (cause == RemovalCause::kExpired) {
+        s.expired.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (listener_) {
+        removals.emplace_back(std::move(key), std::move(n.value()), cause);
+      }
+      n.value() = std::move(value);
+      if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.mixed);
+    } else {
+      i = s.pool.Allocate(std::move(key), std::move(value));
+      s.index.Insert(h.tag, i);
+      s.size.store(s.index.size(), std::memory_order_relaxed);
+      if (s.capacity != 0) s.policy.OnInsert(s.pool, i, h.mixed);
+    }
+    auto& n = s.pool.at(i);
+    n.set_ttl(ttl_ns);
+    n.deadline = deadline;
+    if (bucket != kCacheNil) File(s, i, bucket);
+    if (s.capacity != 0) {
+      while (s.index.size() > s.capacity) {
+        const std::uint32_t v =
+            s.policy.Victim(s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
+              return HashOf(s.pool.at(j).key()).mixed;
+            });
+        if (v == kCacheNil) break;
+        const RemovalCause cause = now >= s.pool.at(v).deadline
+                                       ? RemovalCause::kExpired
+                                       : RemovalCause::kSize;
+        RemoveLocked(s, v, HashOf(s.pool.at(v).key()).tag, cause, removals);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The tick whose bucket holds deadline d: the first tick at or after it.
+  std::int64_t TickOf(std::int64_t d) const {
+    return d / interval_ns_ + (d % interval_ns_ != 0);
+  }
+
+  // The sentinel of shard s's bucket for `tick`, created with its wheel
+  // timer (due at tick * interval) if absent. Errors: the wheel's.
+  absl::StatusOr<std::uint32_t> BucketFor(Shard& s, std::int64_t tick,
+                                          std::int64_t now) {
+    auto it = s.buckets.find(tick);
+    if (it != s.buckets.end()) return it->second;
+    // The wheel fires a timer on the first tick at or after its deadline,
+    // which it computes from its own clock a moment after `now`: aimed half
+    // an interval early, the timer still fires on tick `tick` (ticks are
+    // multiples of the interval), never on the one after nor before.
+    const std::int64_t due = tick * interval_ns_;
+    absl::Status st = wheel_->SetTimer(BucketKey{tick, s.id}, s.id,
+                                       absl::Nanoseconds(std::max<std::int64_t>(
+                                           due - now - interval_ns_ / 2, 1)));
+    if (!st.ok()) return st;
+    const std::uint32_t sentinel = s.pool.AllocateSentinel();
+    s.buckets.emplace(tick, sentinel);
+    return sentinel;
+  }
+
+  // Links entry i into the bucket whose sentinel is `bucket`.
+  void File(Shard& s, std::uint32_t i, std::uint32_t bucket) {
+    auto& n = s.pool.at(i);
+    auto& head = s.pool.at(bucket);
+    n.eprev = bucket;
+    n.enext = head.enext;
+    s.pool.at(head.enext).eprev = i;
+    head.enext = i;
+  }
+
+  // Unlinks entry i from its bucket, if it is in one. O(1): the lists are
+  // circular through their sentinel, so the bucket need not be known.
+  void Unfile(Shard& s, std::uint32_t i) {
+    auto& n = s.pool.at(i);
+    if (n.enext == kCacheNil) return;
+    s.pool.at(n.eprev).enext = n.enext;
+    s.pool.at(n.enext).eprev = n.eprev;
+    n.eprev = n.enext = kCacheNil;
+  }
+
+  // An empty shard with no bucket left gives its node chunks back (one kept,
+  // so a shard going 0 <-> 1 entries does not churn).
+  void MaybeRelease(Shard& s) {
+    if (s.index.size() == 0 && s.buckets.empty() &&
+        s.pool.extent() > Shard::Pool::kChunk) {
+      s.pool.DestroyAll();
+    }
+  }
+
+  // Takes entry i (index hash bits `tag`) out of shard s: index, policy,
+  // bucket, counters; its key and value go to `removals` when there is a
+  // listener.
+  void RemoveLocked(Shard& s, std::uint32_t i, std::uint32_t tag,
+                    RemovalCause cause, Removals& removals) {
+    Unfile(s, i);
+    s.index.Erase(tag, i);
+    if (s.capacity != 0) s.policy.OnRemove(s.pool, i);
+    if (cause == RemovalCause::kExpired) {
+      s.expired.fetch_add(1, std::memory_order_relaxed);
+    } else if (cause == RemovalCause::kSize) {
+      s.evicted.fetch_add(1, std::memory_order_relaxed);
+    }
+    Collect(s, i, cause, removals);
+    s.size.store(s.index.size(), std::memory_order_relaxed);
+    MaybeRelease(s);
+  }
+
+  // Moves node i's key and value to `removals` (if there is a listener) and
+  // frees the node. The index must no longer be searched for i.
+  void Collect(Shard& s, std::uint32_t i, RemovalCause cause,
+               Removals& removals) {
+    auto& n = s.pool.at(i);
+    if (listener_) {
+      removals.emplace_back(std::move(n.key()), std::move(n.value()), cause);
+    }
+    if (s.last_hit == i) s.last_hit = kCacheNil;
+    s.pool.Free(i);
+  }
+
+  // The wheel's callback: bucket `tick` of shard `shard` is due. Its
+  // entries past their deadline are removed (kExpired); the others were slid
+  // and move to the bucket of their new deadline. Done in batches, with the
+  // listener called between them, so the lock is never held for long.
+  void OnBucket(std::int64_t tick, std::uint32_t shard) {
+    constexpr int kBatch = 256;
+    Shard& s = *shards_[shard];
+    for (bool done = false; !done;) {
+      Removals removals;
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.buckets.find(tick);
+        if (it == s.buckets.end()) return;
+        const std::uint32_t sentinel = it->second;
+        const std::int64_t now = NowNs();
+        for (int k = 0; k < kBatch; ++k) {
+          const std::uint32_t i = s.pool.at(sentinel).enext;
+          if (i == sentinel) {
+            s.buckets.erase(it);
+            s.pool.Free(sentinel);
+            MaybeRelease(s);
+            done = true;
+            break;
+          }
+          auto& n = s.pool.at(i);
+          if (now >= n.deadline) {
+            RemoveLocked(s, i, HashOf(n.key()).tag, RemovalCause::kExpired,
+                         removals);
+            continue;
+          }
+          Unfile(s, i);
+          if (n.deadline == kNever) continue;  // slid beyond ~73 years
+          // Never back into this bucket, whatever the clocks say.
+          auto b = BucketFor(s, std::max(TickOf(n.deadline), tick + 1), now);
+          // Refused only once the wheel is stopping, i.e. the cache is being
+          // destroyed: the entry then stays unfiled and is destroyed with the
+          // cache, without a listener call (C7), never expired early.
+          if (b.ok()) File(s, i, *b);
+        }
+      }
+      if (Notify(removals)) return;  // destroyed from the listener
+    }
+  }
+
+  // Tells the listener of each removal, outside every lock. Returns true
+  // if the cache was destroyed from inside one of those calls: the rest are
+  // not told (their values die with `removals`, as ~CacheImpl destroys the
+  // values still present), and the caller must not touch the cache again.
+  bool Notify(Removals& removals) {
+    if (removals.empty()) return false;
+    // Our own reference: destroying the cache from the listener must not
+    // destroy the callable that is running.
+    const std::shared_ptr<const RemovalListener> listener = listener_;
+    UserCallFrame frame(this);
+    for (auto& [k, v, cause] : removals) {
+      // One listener's exception must not cost the next removal its call,
+      // nor escape from a Set or Delete that has already done its work.
+      try {
+        (*listener)(std::move(k), std::move(v), cause);
+      } catch (...) {
+        if (!frame.destroyed()) {
+          listener_exceptions_.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      if (frame.destroyed()) break;
+    }
+    return frame.destroyed();
+  }
+
+  // A call into the user's code (the listener, or a load) in progress on
+  // this thread, innermost first: that code may call another cache, or this
+  // one. ~CacheImpl marks the frames of the cache it destroys, and the Notify or
+  // GetOrLoad that owns one touches the cache no more.
+  class UserCallFrame {
+   public:
+    explicit UserCallFrame(const CacheImpl* cache)
+        : cache_(cache), outer_(std::exchange(user_call_frames_, this)) {}
+    ~UserCallFrame() { user_call_frames_ = outer_; }
+    UserCallFrame(const UserCallFrame&) = delete;
+    UserCallFrame& operator=(const UserCallFrame&) = delete;
+
+    // True once ~CacheImpl of this frame's cache has run.
+    bool destroyed() const { return destroyed_; }
+    // ~CacheImpl of `cache`: marks this thread's frames of it.
+    static void MarkDestroyed(const CacheImpl* cache) {
+      for (UserCallFrame* f = user_call_frames_; f != nullptr; f = f->outer_) {
+        if (f->cache_ == cache) f->destroyed_ = true;
+      }
+    }
+
+      const CacheImpl* const cache_;
+    UserCallFrame* const outer_;
+    bool destroyed_ = false;
+  };
+  static inline thread_local UserCallFrame* user_call_frames_ = nullptr;
+
+  // The cache whose OnBucket this thread (a wheel worker) is running.
+  static inline thread_local const CacheImpl* in_bucket_of_ = nullptr;
+
+  const CacheOptions options_;
+  // Null without a listener. Shared with each Notify (see there).
+  const std::shared_ptr<const RemovalListener> listener_;
+  Hash hash_;
+  Eq eq_;
+  int shard_bits_ = 0;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::int64_t interval_ns_ = 1;  // the wheel's interval: a bucket's width
+  std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
+  std::atomic<std::uint64_t> listener_exceptions_{0};
+  const std::shared_ptr<CacheGate> gate_ =
+      std::make_shared<CacheGate>();
+  std::unique_ptr<Wheel> wheel_;  // last: stopped first, by ~CacheImpl
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_

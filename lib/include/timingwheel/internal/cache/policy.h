@@ -1,0 +1,171 @@
+// A cache shard's eviction policy: W-TinyLFU (window LRU, segmented LRU main
+// space, TinyLFU frequency filter between them), as in Caffeine.
+#ifndef TIMINGWHEEL_INTERNAL_CACHE_POLICY_H_
+#define TIMINGWHEEL_INTERNAL_CACHE_POLICY_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "timingwheel/internal/cache/pool.h"
+#include "timingwheel/internal/cache/sketch.h"
+
+namespace timingwheel {
+namespace internal {
+
+// Orders a bounded shard's nodes for eviction. New entries enter a small
+// LRU window (1% of the capacity); an entry leaving the window competes with
+// the main space's LRU victim, and the one the frequency sketch has seen
+// less often is evicted. The main space is a segmented LRU: probation (new
+// to main) and protected (hit again while in main, 80% of main). The links
+// live in the nodes (prev/next and the segment bits). Not thread-safe: the
+// shard's lock guards it. Cost: O(1) per insert, hit and removal, plus 4
+// sketch words per insert and hit; choosing a victim hashes two keys.
+template <typename K, typename V>
+class CachePolicy {
+ public:
+  using Pool = CachePool<K, V>;
+  enum Segment { kWindow = 0, kProbation = 1, kProtected = 2 };
+
+  // Sizes the policy for `capacity` (>= 1) entries and forgets everything.
+  void Reset(std::size_t capacity) {
+    capacity_ = capacity;
+    window_max_ = std::max<std::size_t>(1, capacity / 100);
+    const std::size_t main =
+        capacity > window_max_ ? capacity - window_max_ : 0;
+    protected_max_ = main * 8 / 10;
+    for (List& l : lists_) l = List{};
+    sketch_.Reset(capacity);
+  }
+
+  // A new entry: counted, and put at the window's MRU end.
+  void OnInsert(Pool& pool, std::uint32_t i, std::uint64_t hash) {
+    sketch_.Increment(hash);
+    PushBack(pool, kWindow, i);
+    // Entries leaving the window go to probation; once the shard is over
+    // capacity Victim() makes the last of them compete.
+    while (lists_[kWindow].size > window_max_ && lists_[kWindow].head != i) {
+      Move(pool, lists_[kWindow].head, kProbation);
+    }
+  }
+
+  // A hit (or a replaced value): counted, and moved to its MRU end; a
+  // probation entry is promoted to protected.
+  void OnAccess(Pool& pool, std::uint32_t i, std::uint64_t hash) {
+    sketch_.Increment(hash);
+    switch (pool.at(i).segment()) {
+      case kWindow:
+        Move(pool, i, kWindow);
+        break;
+      case kProbation:
+        Move(pool, i, kProtected);
+        while (lists_[kProtected].size > protected_max_ &&
+               lists_[kProtected].head != i) {
+          Move(pool, lists_[kProtected].head, kProbation);
+        }
+        break;
+      default:
+        Move(pool, i, kProtected);
+        break;
+    }
+  }
+
+  // Node i leaves the cache.
+  void OnRemove(Pool& pool, std::uint32_t i) { Unlink(pool, i); }
+
+  // Which node to evict from a shard over capacity: never `keep1` or
+  // `keep2` (the entry just set and the most recently hit) unless nothing
+  // else is there, and then never keep1. `hash_of(i)` hashes node i's key.
+  template <typename HashOf>
+  std::uint32_t Victim(Pool& pool, std::uint32_t keep1, std::uint32_t keep2,
+                       const HashOf& hash_of) {
+    auto allowed = [&](std::uint32_t i) {
+      return i != kCacheNil && i != keep1 && i != keep2;
+    };
+    // The newest arrival in probation (the last to leave the window) against
+    // probation's LRU end.
+    const std::uint32_t candidate = lists_[kProbation].tail;
+    std::uint32_t victim = lists_[kProbation].head;
+    if (victim == candidate) victim = lists_[kProtected].head;
+    if (candidate != kCacheNil && victim != kCacheNil &&
+        pool.at(candidate).segment() == kProbation) {
+      const bool candidate_wins = sketch_.Frequency(hash_of(candidate)) >
+                                  sketch_.Frequency(hash_of(victim));
+      const std::uint32_t loser = candidate_wins ? victim : candidate;
+      const std::uint32_t winner = candidate_wins ? candidate : victim;
+      if (allowed(loser)) return loser;
+      if (allowed(winner)) return winner;
+    }
+    for (Segment s : {kProbation, kProtected, kWindow}) {
+      for (std::uint32_t i = lists_[s].head; i != kCacheNil;
+           i = pool.at(i).next) {
+        if (allowed(i)) return i;
+      }
+    }
+    for (Segment s : {kProbation, kProtected, kWindow}) {
+      for (std::uint32_t i = lists_[s].head; i != kCacheNil;
+           i = pool.at(i).next) {
+        if (i != keep1) return i;
+      }
+    }
+    return kCacheNil;
+  }
+
+  // Forgets every node (the pool is being emptied); keeps the sketch.
+  void Clear() {
+    for (List& l : lists_) l = List{};
+  }
+
+ private:
+  struct List {
+    std::uint32_t head = kCacheNil;  // LRU end
+    std::uint32_t tail = kCacheNil;  // MRU end
+    std::size_t size = 0;
+  };
+
+  void PushBack(Pool& pool, Segment s, std::uint32_t i) {
+    auto& n = pool.at(i);
+    List& l = lists_[s];
+    n.set_segment(s);
+    n.prev = l.tail;
+    n.next = kCacheNil;
+    if (l.tail != kCacheNil) {
+      pool.at(l.tail).next = i;
+    } else {
+      l.head = i;
+    }
+    l.tail = i;
+    ++l.size;
+  }
+  void Unlink(Pool& pool, std::uint32_t i) {
+    auto& n = pool.at(i);
+    List& l = lists_[n.segment()];
+    if (n.prev != kCacheNil) {
+      pool.at(n.prev).next = n.next;
+    } else {
+      l.head = n.next;
+    }
+    if (n.next != kCacheNil) {
+      pool.at(n.next).prev = n.prev;
+    } else {
+      l.tail = n.prev;
+    }
+    n.prev = n.next = kCacheNil;
+    --l.size;
+  }
+  void Move(Pool& pool, std::uint32_t i, Segment to) {
+    Unlink(pool, i);
+    PushBack(pool, to, i);
+  }
+
+  List lists_[3];
+  std::size_t capacity_ = 0;
+  std::size_t window_max_ = 1;
+  std::size_t protected_max_ = 0;
+  CacheFrequencySketch sketch_;
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_CACHE_POLICY_H_

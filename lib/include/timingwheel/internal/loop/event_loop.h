@@ -1,0 +1,537 @@
+// The thread that owns a Wheel: applies commands, runs ticks, sleeps.
+#ifndef TIMINGWHEEL_INTERNAL_LOOP_EVENT_LOOP_H_
+#define TIMINGWHEEL_INTERNAL_LOOP_EVENT_LOOP_H_
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "timingwheel/internal/loop/apply_pipeline.h"
+#include "timingwheel/internal/loop/callback_scope.h"
+#include "timingwheel/internal/loop/command.h"
+#include "timingwheel/internal/loop/command_queue.h"
+#include "timingwheel/internal/loop/drain_pool.h"
+#include "timingwheel/internal/loop/execute_pool.h"
+#include "timingwheel/internal/loop/loop_stats.h"
+#include "timingwheel/internal/loop/thread_name.h"
+#include "timingwheel/internal/time/time_source.h"
+#include "timingwheel/internal/wheel/wheel.h"
+#include "timingwheel/options.h"
+#include "timingwheel/stats.h"
+#include "timingwheel/ticker.h"
+
+namespace timingwheel {
+namespace internal {
+
+// Owns the wheel and the only thread that touches it. Callers reach it only
+// through the command queue; fired timers leave it for the execute pool,
+// drained ones for the drain pool. Nothing else flows back but completion
+// signals (a Drain's entries, a Tick's or a Stop's end).
+template <typename K, typename V, typename Hash, typename Eq>
+class EventLoop final : public TickSink {
+ public:
+  using Callback = std::function<void(K, V)>;
+  using Entries = std::vector<std::pair<K, V>>;
+  using Cmd = Command<K, V>;
+
+  // Builds everything and starts the execute workers, but not the loop
+  // thread. Throws std::bad_alloc or std::system_error when memory or
+  // threads run out.
+  EventLoop(const Options& options, Callback execute)
+      : ticker_(options.ticker),
+        manual_(dynamic_cast<ManualTicker*>(options.ticker.get())),
+        execute_(std::move(execute)),
+        time_(options.interval, manual_ != nullptr),
+        wheel_(static_cast<std::uint32_t>(options.num_slots)),
+        pipeline_(&wheel_),
+        batch_(Pipeline::kBatch),
+        queue_(options.max_pending, options.max_lag),
+        drain_pool_(options.drain_workers, Owner(), &stats_),
+        execute_pool_(options.execute_workers, &execute_, Owner(), &stats_,
+                      ManualTickEndsWhenIdle()) {
+    wheel_.Reserve(options.expected_timers);
+  }
+
+  ~EventLoop() {
+    Stop().IgnoreError();
+    if (attached_) TickerAccess::Detach(*manual_, this);
+  }
+
+  // True on a thread running one of this wheel's callbacks (execute or
+  // drain).
+  bool InOwnCallback() const { return CallbackScope::InCallbackOf(Owner()); }
+
+  // Destroys `loop` from inside one of its own callbacks, where it cannot
+  // wait for itself: no callback or drain function starts after this
+  // returns (one a worker has already taken may still run), the fired
+  // timers not yet run and the drained entries not yet handed out are
+  // dropped, and the rest (joining the threads, dropping the pending
+  // timers, freeing everything) happens as ~EventLoop would do it: from an
+  // execute callback on this worker once the callback returns; from a
+  // drain function in the Drain call running it (the last, if several),
+  // once its functions have returned.
+  static void DestroyFromCallback(std::unique_ptr<EventLoop> loop) {
+    loop->execute_pool_.Abandon();
+    if (loop->execute_pool_.OnWorkerThread()) {
+      ExecutePool<K, V>::AfterCallback(
+          [](void* p) { delete static_cast<EventLoop*>(p); }, loop.release());
+      return;
+    }
+    loop->drain_pool_.Abandon();
+    std::lock_guard<std::mutex> lock(loop->drain_mu_);
+    loop->orphaned_ = true;  // the last Drain call deletes it
+    loop.release();
+  }
+
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Attaches to the manual ticker, if any, and starts the loop thread.
+  absl::Status Start() {
+    if (manual_ != nullptr) {
+      if (!TickerAccess::Attach(*manual_, this)) {
+        return absl::InvalidArgumentError(
+            "Options::ticker: this ManualTicker already drives another wheel");
+      }
+      attached_ = true;
+    }
+    try {
+      thread_ = std::thread([this] { Run(); });
+      NameThread(thread_, "tw-loop");
+    } catch (const std::system_error&) {
+      return absl::ResourceExhaustedError("cannot start the loop thread");
+    }
+    return absl::OkStatus();
+  }
+
+  // Any thread: see TimeSource.
+  std::uint64_t DeadlineTick(absl::Duration delay) const {
+    return time_.DeadlineTick(delay);
+  }
+  absl::Duration Now() const { return time_.Now(); }
+
+  absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
+  // What a batch call of no items returns: OK, or FailedPrecondition once
+  // stopped, as every other call.
+  absl::Status EmptyBatch() const { return queue_.EmptyBatch(); }
+  // The n keyed commands make(0), ..., make(n - 1), all or none: see
+  // CommandQueue::PushEach.
+  template <typename Make>
+  absl::Status PushEach(std::size_t n, Make&& make) {
+    return queue_.PushEach(n, std::forward<Make>(make));
+  }
+
+  // docs/api.md S7: the loop takes every entry, the drain pool runs fn.
+  absl::Status Drain(Callback fn) {
+    if (!fn) return absl::InvalidArgumentError("Drain: fn is empty");
+    if (InOwnCallback()) {
+      return absl::FailedPreconditionError(
+          "Drain called from a callback of the same wheel");
+    }
+    {
+      std::lock_guard<std::mutex> lock(drain_mu_);
+      ++active_drains_;
+    }
+    DrainRequest<K, V> request;
+    absl::Status status = queue_.Push(Cmd::Drain(&request));
+    if (status.ok()) {
+      request.taken.wait();
+      drain_pool_.Run(request.entries, fn);
+    }
+    bool reap = false;
+    {
+      std::lock_guard<std::mutex> lock(drain_mu_);
+      if (--active_drains_ == 0) {
+        reap = orphaned_;
+        drains_done_.notify_all();
+      }
+    }
+    // Destroyed from a drain function (DestroyFromCallback): nothing else
+    // refers to the loop now.
+    if (reap) delete this;
+    return status;
+  }
+
+  // docs/api.md S8. Concurrent calls: one stops the wheel, the others wait
+  // for it and get an empty vector.
+  absl::StatusOr<Entries> Stop() {
+    if (InOwnCallback()) {
+      return absl::FailedPreconditionError(
+          "Stop called from a callback of the same wheel");
+    }
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    if (stopped_) return Entries();
+    queue_.Close();
+    queue_.PushAfterClose(Cmd::Stop());
+    if (thread_.joinable()) thread_.join();
+    execute_pool_.Shutdown();  // runs every fired timer first
+    {
+      std::unique_lock<std::mutex> drain_lock(drain_mu_);
+      drains_done_.wait(drain_lock, [this] { return active_drains_ == 0; });
+    }
+    drain_pool_.Shutdown();
+    stopped_ = true;
+    return std::move(stop_result_);
+  }
+
+  // ManualTicker::Tick's work (TickSink).
+  void RunTicks(int n) override {
+    if (n < 1 || InOwnCallback()) return;
+    TickRequest request(n);
+    if (!queue_.Push(Cmd::Tick(&request)).ok()) return;
+    request.done.wait();
+  }
+
+  Stats stats() const { return stats_.Read(); }
+
+ private:
+  using Pipeline = ApplyPipeline<K, V, Hash, Eq>;
+  using Clock = std::chrono::steady_clock;
+
+  // Commands applied per round at least, before the loop looks at the clock
+  // again (more when more were already queued: see Run).
+  static constexpr std::size_t kMinCommandsPerRound = 8192;
+  // Timers a round moves down from each draining coarse slot, before the
+  // slot's last tick nears (then more: Wheel::Cascade).
+  static constexpr std::size_t kCascadeBudget = 1024;
+  // Index words and pool entries a round's compaction step looks at: with
+  // a relocation costing a few cache misses at worst, well under a
+  // millisecond, so no tick waits for it.
+  static constexpr std::size_t kCompactBudget = 1024;
+  // Index words a round's growth step empties or migrates: tens of
+  // microseconds at most, so no tick waits long for it.
+  static constexpr std::size_t kGrowBudget = 8192;
+  // Sets a second, net, above which the index grows early (see GrowEarly):
+  // at that rate a set comes every microsecond, and the growth's share of
+  // the sets that would pay for it at 3/4 (about 64 words each, a few
+  // hundred nanoseconds) starts to build a backlog.
+  static constexpr double kEarlyGrowthRate = 1e6;
+  static constexpr std::chrono::milliseconds kEarlyGrowthWindow{1};
+  // How long the wheel must have wanted to give memory back before it does.
+  static constexpr absl::Duration kCompactDelay = absl::Seconds(1);
+  // MeasurePace's window: at most this many commands, or this long.
+  static constexpr std::size_t kPaceCommands = 1024;
+  static constexpr std::chrono::microseconds kPaceWindow{1000};
+  // Longest sleep; a safety net against a missed wake-up or clock oddities.
+  static constexpr absl::Duration kMaxSleep = absl::Seconds(1);
+  // After a round that applied commands the loop naps this long before
+  // looking again, unannounced (see CommandQueue::Nap); one empty look and
+  // it goes back to sleeping until woken.
+  static constexpr absl::Duration kNap = absl::Microseconds(100);
+
+  // Who the callbacks run for: what CallbackScope compares.
+  const void* Owner() const { return static_cast<const TickSink*>(this); }
+
+  void Run() {
+    bool streaming = false;  // the last round applied commands
+    bool slept = true;       // since the last MeasurePace
+    for (;;) {
+      MeasurePace(slept);
+      slept = false;
+      // Learn which ticks are due *before* taking commands, then take
+      // commands until every producer's queue is found empty, so a tick
+      // does not run ahead of a command already waiting when it became due
+      // (a MoveTimer sent long before the old deadline must win, however far
+      // behind the loop is). Under a flood that never empties the queue the
+      // round stops after as many commands as were queued at its start,
+      // taken from the producers in turn, so ticking is not starved either;
+      // a producer far behind may then see a tick pass one of its commands.
+      FinishManualTick();
+      const std::uint64_t due =
+          tick_callbacks_running_ ? wheel_.now() : time_.DueTick(wheel_.now());
+      const std::size_t applied =
+          ApplyQueued(std::max(kMinCommandsPerRound, queue_.SizeApprox()));
+      pace_commands_ += applied;
+      if (stop_requested_) {
+        FinishStop();
+        return;
+      }
+      if (applied != 0) streaming = true;
+      // A step of moving coarse slots that start soon down to finer levels,
+      // every round, so that no tick has to move a whole slot at once.
+      const bool cascading = wheel_.Cascade(kCascadeBudget);
+      // A step of the key index's growth, every round, so that the sets
+      // after it need not pay for it (see GrowEarly).
+      GrowEarly();
+      const bool growing = wheel_.GrowStep(kGrowBudget);
+      // With real time, then on to the sleep below, not round again: with an
+      // interval of a few nanoseconds another tick is always due by the end of
+      // a round, and an empty wheel would spin instead of sleeping until its
+      // next occupied tick (docs/api.md S11).
+      if (due > wheel_.now()) {
+        AdvanceTo(due);
+        // A ManualTicker's Tick(n) is worked off a step at a time: round
+        // again rather than to the sleep, which would wait for a command.
+        if (time_.manual()) continue;
+      }
+      Publish();
+      const bool compacting = CompactStep();
+      if (applied != 0 || cascading || growing || compacting) continue;
+      // The last step may have freed memory since Publish.
+      if (wheel_.MemoryBytes() != stats_.counts().memory_bytes) Publish();
+      absl::Duration wait = time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
+      if (compact_after_ != kNotCompacting) {
+        wait = std::min(wait, absl::FromChrono(compact_after_ - Clock::now()));
+      }
+      if (wait > absl::ZeroDuration()) {
+        if (queue_.BoundsLag()) queue_.Idle();
+        // A ManualTicker's Tick waits on the loop: never nap there.
+        if (streaming && !time_.manual()) {
+          queue_.Nap(std::min(wait, kNap));
+        } else {
+          queue_.WaitForWork(wait);
+        }
+        slept = true;
+      }
+      streaming = false;
+    }
+  }
+
+  // The key index doubles when sets fill it to 3/4, and left to itself
+  // does that work on the next C/32 + C/64 sets (C its capacity): a few
+  // hundred nanoseconds more each, for tens of thousands of sets. In a
+  // burst they then fall behind the callers, and the ticks behind them.
+  // So the loop steps the growth itself each round, in time the sets leave
+  // it, and while sets arrive faster than kEarlyGrowthRate it starts the
+  // growth from half full: then it is spread over a quarter of the table's
+  // sets, done mostly in spare time, before the table is full. Slower, a
+  // growth at 3/4 costs the sets little next to the time between them, so
+  // a table is never doubled early for timers that are not coming. The
+  // rate is measured over kEarlyGrowthWindow from when the index is half
+  // full; a reading of the clock a round meanwhile.
+  void GrowEarly() {
+    if (!wheel_.WantsEarlyGrowth()) {
+      growth_watch_start_ = kNotWatching;
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    const std::size_t size = wheel_.size();
+    if (growth_watch_start_ == kNotWatching || size < growth_watch_size_) {
+      growth_watch_start_ = now;
+      growth_watch_size_ = size;
+      return;
+    }
+    const auto elapsed = now - growth_watch_start_;
+    if (elapsed < kEarlyGrowthWindow) return;
+    const double per_second = static_cast<double>(size - growth_watch_size_) /
+                              std::chrono::duration<double>(elapsed).count();
+    if (per_second >= kEarlyGrowthRate) {
+      try {
+        wheel_.StartGrowth();
+      } catch (const std::bad_alloc&) {
+        // The sets will start it at 3/4, and report running out there.
+      }
+      growth_watch_start_ = kNotWatching;
+    } else {
+      growth_watch_start_ = now;
+      growth_watch_size_ = size;
+    }
+  }
+
+  // Memory follows the live set, a little late: once the wheel has wanted
+  // to give memory back for kCompactDelay, a bounded step of it each round,
+  // flood or not, and rounds without sleeping while it lasts. Returns true
+  // while steps remain. The delay spares a wheel that empties and refills
+  // at once (a burst of timers all fired, then the next burst) from giving
+  // back its pages and faulting them in again.
+  bool CompactStep() {
+    if (!wheel_.WantsCompaction()) {
+      compact_after_ = kNotCompacting;
+      return false;
+    }
+    const Clock::time_point now = Clock::now();
+    if (compact_after_ == kNotCompacting) {
+      compact_after_ = now + absl::ToChronoNanoseconds(kCompactDelay);
+    }
+    if (now < compact_after_) return false;
+    return wheel_.Compact(kCompactBudget);
+  }
+
+  // Applies queued commands until the queue is empty or at least `limit`
+  // were applied; returns how many.
+  std::size_t ApplyQueued(std::size_t limit) {
+    std::size_t total = 0;
+    for (;;) {
+      const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
+      pipeline_.Apply(batch_.data(), n, stats_.counts(),
+                      [this](Cmd& c) { ApplyUnkeyed(c); });
+      total += n;
+      if (n < batch_.size() || total >= limit) return total;
+    }
+  }
+
+  // Options::max_lag: the loop's pace, for admission. Measured in wall time
+  // over busy stretches, ticks and all (whatever keeps the loop from the
+  // queue delays a queued command just as much), in windows of
+  // kPaceCommands commands or kPaceWindow, whichever ends first. Called at
+  // the start of each round, with `slept` when the loop slept since the
+  // last call: idle time says nothing about the pace. A window that drained
+  // the wheel is dropped (a Drain's cost is its own, not the commands').
+  // Also tells admission when the round starts, and when the first tick
+  // the wheel has work on is due (a bitmap search per level): how late the
+  // loop is on its ticks.
+  void MeasurePace(bool slept) {
+    if (!queue_.BoundsLag()) return;
+    const Clock::time_point now = Clock::now();
+    queue_.RoundStarts(now);
+    queue_.WorkDueAt(time_.SteadyNanosOfTick(wheel_.NextDueTick()));
+    if (slept || drained_in_window_) {
+      pace_start_ = now;
+      pace_commands_ = 0;
+      drained_in_window_ = false;
+      return;
+    }
+    if (pace_commands_ >= kPaceCommands ||
+        (pace_commands_ != 0 && now - pace_start_ >= kPaceWindow)) {
+      queue_.RecordApplied(pace_commands_, absl::FromChrono(now - pace_start_));
+      pace_start_ = now;
+      pace_commands_ = 0;
+    }
+  }
+
+  // Drain, Tick and Stop, in their turn among the keyed commands.
+  void ApplyUnkeyed(Cmd& c) {
+    switch (c.kind()) {
+      case Cmd::Kind::kDrain: {
+        DrainRequest<K, V>* request = c.drain();
+        request->entries.reserve(wheel_.size());
+        wheel_.TakeAll([request](K&& key, V&& value) {
+          request->entries.emplace_back(std::move(key), std::move(value));
+        });
+        stats_.counts().drained += request->entries.size();
+        drained_in_window_ = true;
+        request->taken.count_down();
+        return;
+      }
+      case Cmd::Kind::kTick:
+        time_.AddRequest(c.tick());
+        return;
+      case Cmd::Kind::kStop:
+        stop_requested_ = true;
+        return;
+      default:
+        return;
+    }
+  }
+
+  // Runs the ticks up to `due` and hands what fired to the execute pool. A
+  // manual tick ends when its callbacks have returned (FinishManualTick).
+  void AdvanceTo(std::uint64_t due) {
+    const std::size_t before = fired_.size();
+    wheel_.AdvanceTo(due, [this](std::uint64_t, K&& key, V&& value) {
+      fired_.emplace_back(std::move(key), std::move(value));
+    });
+    stats_.counts().fired += fired_.size() - before;
+    time_.Advanced(wheel_.now());
+    // Counters first: a caller that sees a callback run also sees it
+    // counted in stats().
+    Publish();
+    execute_pool_.Submit(fired_);
+    if (time_.manual()) tick_callbacks_running_ = true;
+  }
+
+  // Manual time: a tick is counted done, and the next one may run, once
+  // its callbacks have returned (ManualTicker::Tick's (c), and a callback
+  // of tick k sees ticks_done = k). The loop does not wait for them: it
+  // goes on applying commands meanwhile (docs/api.md S10), so a callback
+  // that waits for another thread's Drain, or for a command applied,
+  // finishes. The worker that runs the last of them wakes the loop
+  // (ManualTickEndsWhenIdle), whose next round lands here.
+  void FinishManualTick() {
+    if (!tick_callbacks_running_ || !execute_pool_.Idle()) return;
+    tick_callbacks_running_ = false;
+    time_.TickCompleted();
+  }
+
+  // The execute pool's idle hook: wakes the loop to finish a manual tick.
+  std::function<void()> ManualTickEndsWhenIdle() {
+    if (manual_ == nullptr) return nullptr;
+    return [this] { queue_.WakeConsumer(); };
+  }
+
+  // After the Stop command: the gate was closed before it was pushed, so
+  // whatever is still queued was accepted and must be applied.
+  void FinishStop() {
+    while (ApplyQueued(kMinCommandsPerRound) != 0) {
+    }
+    // A Tick call still waiting returns after its callbacks (its (c)).
+    if (tick_callbacks_running_) execute_pool_.WaitIdle();
+    time_.ReleaseRequests();
+    stop_result_.reserve(wheel_.size());
+    wheel_.TakeAll([this](K&& key, V&& value) {
+      stop_result_.emplace_back(std::move(key), std::move(value));
+    });
+    Publish();
+  }
+
+  void Publish() {
+    stats_.counts().pending = wheel_.size();
+    stats_.counts().ticks = wheel_.now();
+    stats_.counts().refiled = wheel_.refiled();
+    stats_.counts().memory_bytes = wheel_.MemoryBytes();
+    stats_.Publish();
+  }
+
+  const std::shared_ptr<Ticker> ticker_;  // keeps manual_ alive
+  ManualTicker* const manual_;            // nullptr: real time
+  const Callback execute_;
+  bool attached_ = false;
+  TimeSource time_;
+  LoopStats stats_;
+
+  // Loop thread only.
+  Wheel<K, V, Hash, Eq> wheel_;
+  Pipeline pipeline_;
+  std::vector<Cmd> batch_;  // commands being applied
+  Entries fired_;           // for the execute pool
+  bool stop_requested_ = false;
+  // Manual time: a tick ran and its callbacks may still be running.
+  bool tick_callbacks_running_ = false;
+  // MeasurePace's window: since when, how many commands, whether a Drain
+  // ran in it. MeasurePace also tells admission when each round starts.
+  Clock::time_point pace_start_ = Clock::now();
+  std::size_t pace_commands_ = 0;
+  bool drained_in_window_ = false;
+  // When compaction may start (see CompactStep); kNotCompacting when the
+  // wheel does not want it.
+  static constexpr Clock::time_point kNotCompacting = Clock::time_point::max();
+  Clock::time_point compact_after_ = kNotCompacting;
+  // GrowEarly's window: since when, and the index's size then.
+  static constexpr Clock::time_point kNotWatching = Clock::time_point::max();
+  Clock::time_point growth_watch_start_ = kNotWatching;
+  std::size_t growth_watch_size_ = 0;
+
+  CommandQueue<Cmd> queue_;
+  DrainPool<K, V> drain_pool_;
+  ExecutePool<K, V> execute_pool_;
+  std::thread thread_;
+
+  // Standard primitives, not absl::Mutex: ThreadSanitizer sees them even
+  // when the system's Abseil was built without it.
+  std::mutex drain_mu_;
+  std::condition_variable drains_done_;
+  int active_drains_ = 0;  // guarded by drain_mu_
+  bool orphaned_ = false;  // guarded by drain_mu_: see DestroyFromCallback
+
+  std::mutex stop_mu_;
+  bool stopped_ = false;  // guarded by stop_mu_
+  Entries stop_result_;   // written by the loop, read by Stop after join
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_LOOP_EVENT_LOOP_H_
