@@ -1,11 +1,11 @@
-// docs/api.md S7 (Drain) in depth, through the public header only: Drain's
-// fn calls run on `drain_workers` threads at once, never more, never on the
-// calling thread; every entry present is handed over exactly once and Drain
-// returns only after every call has returned; entries set afterwards (also
-// by the fn itself, or by other threads while Drain runs) are kept; Drain
-// from a Drain fn is FailedPrecondition (docs/api.md Errors). Also E2: an
-// exception thrown by a Drain fn is counted in stats().callback_exceptions;
-// E7: the drain threads are a pool, reused across Drains.
+// docs/api.md S7 (Drain), through the public header only: Drain's fn calls
+// run on `drain_workers` threads at once, never more, never on the calling
+// thread; every entry present is handed over exactly once and Drain returns
+// only after every call has returned; entries set afterwards (also by the fn
+// itself, or by other threads while Drain runs) are kept; Drain from a Drain
+// fn is FailedPrecondition (docs/api.md Errors). Also E2: an exception thrown
+// by a Drain fn is counted in stats().callback_exceptions; E7: the drain
+// threads are a pool, reused across Drains.
 //
 // Concurrency is proven deterministically: each fn waits at a barrier until
 // the expected number of fns are inside at once (a 10 s deadline is only a
@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -27,6 +28,8 @@
 #include <vector>
 
 #include "../common/concurrency_barrier.h"
+#include "../common/hang_guard.h"
+#include "../common/manual_wheel.h"
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -38,11 +41,14 @@ namespace {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::ConcurrencyBarrier;
+using ::timingwheel::testing::IntWheel;
+using ::timingwheel::testing::kHangGuard;
+using ::timingwheel::testing::kInterval;
+using ::timingwheel::testing::ManualWheel;
+using ::timingwheel::testing::TestOptions;
 using ::timingwheel::testing::ThreadToken;
-using IntWheel = TimingWheel<int, int>;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr absl::Duration kInterval = absl::Milliseconds(10);
 // Far beyond any tick these tests run: nothing fires, everything stays
 // until a Drain or Stop takes it.
 constexpr absl::Duration kFar = absl::Hours(1);
@@ -100,6 +106,100 @@ class Seen {
   std::vector<std::atomic<int>> counts_;
   std::atomic<int> bad_{0};
 };
+
+// ---------------------------------------------------------------------------
+// S7 with a ManualWheel: every entry present once, on drain_workers
+// threads, then Drain returns; entries set afterwards are kept.
+
+TEST(S7Drain, EveryPresentEntryOnceOnDrainWorkersThenReturns) {
+  Options options = TestOptions();
+  options.drain_workers = 3;
+  ManualWheel w(16, nullptr, options);
+  IntWheel& wheel = w.wheel();
+  constexpr int kN = 1000;
+  for (int k = 0; k < kN; ++k) {
+    ASSERT_TRUE(wheel.SetTimer(k, k * 3, (5 + k % 50) * kInterval).ok());
+  }
+  w.Tick(5);  // keys with k % 50 == 0 fired: 20 of them
+  ASSERT_EQ(w.fires().size(), 20u);
+
+  std::mutex mu;
+  std::map<int, int> seen;  // key -> value
+  int duplicates = 0;
+  std::set<std::thread::id> threads;
+  std::atomic<int> calls{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  ASSERT_TRUE(wheel
+                  .Drain([&](int key, int value) {
+                    // Slow enough that returning early would be visible.
+                    if (key % 100 == 7) absl::SleepFor(absl::Milliseconds(2));
+                    std::lock_guard<std::mutex> lock(mu);
+                    if (!seen.emplace(key, value).second) ++duplicates;
+                    threads.insert(std::this_thread::get_id());
+                    calls.fetch_add(1);
+                  })
+                  .ok());
+  // Drain has returned: every call is done.
+  EXPECT_EQ(calls.load(), kN - 20);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(duplicates, 0);
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kN - 20));
+    for (const auto& [k, v] : seen) {
+      EXPECT_NE(k % 50, 0);
+      EXPECT_EQ(v, k * 3);
+    }
+    EXPECT_FALSE(threads.contains(caller));
+    EXPECT_GE(threads.size(), 1u);
+    EXPECT_LE(threads.size(), 3u);
+  }
+  // Nothing drained fires later. (Stats are read after a tick: they are
+  // published per tick and may lag a Drain.)
+  w.Tick(60);
+  EXPECT_EQ(w.fires().size(), 20u);
+  EXPECT_EQ(wheel.stats().drained, static_cast<uint64_t>(kN - 20));
+}
+
+TEST(S7Drain, EntriesSetAfterwardsAreKept) {
+  ManualWheel w(8);
+  IntWheel& wheel = w.wheel();
+  ASSERT_TRUE(wheel.SetTimer(1, 1, 3 * kInterval).ok());
+  std::atomic<int> drained{0};
+  ASSERT_TRUE(wheel.Drain([&](int, int) { drained.fetch_add(1); }).ok());
+  EXPECT_EQ(drained.load(), 1);
+  ASSERT_TRUE(wheel.SetTimer(1, 2, 3 * kInterval).ok());
+  ASSERT_TRUE(wheel.SetTimer(2, 3, 2 * kInterval).ok());
+  w.Tick(5);
+  EXPECT_EQ(w.FireTick(1), 3);
+  EXPECT_EQ(w.FiresOf(1).at(0).value, 2);
+  EXPECT_EQ(w.FireTick(2), 2);
+  // An empty wheel drains to nothing, successfully.
+  ASSERT_TRUE(wheel.Drain([&](int, int) { drained.fetch_add(1); }).ok());
+  EXPECT_EQ(drained.load(), 1);
+}
+
+TEST(S7Drain, SingleDrainWorkerUsesOneThread) {
+  Options options = TestOptions();
+  options.drain_workers = 1;
+  ManualWheel w(8, nullptr, options);
+  for (int k = 0; k < 500; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, absl::Hours(1)).ok());
+  }
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  int calls = 0;
+  ASSERT_TRUE(w.wheel()
+                  .Drain([&](int, int) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    threads.insert(std::this_thread::get_id());
+                    ++calls;
+                  })
+                  .ok());
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(calls, 500);
+  EXPECT_EQ(threads.size(), 1u);
+  EXPECT_FALSE(threads.contains(std::this_thread::get_id()));
+}
 
 // ---------------------------------------------------------------------------
 // S7: fns run on drain_workers threads at once.
@@ -246,7 +346,7 @@ TEST(S7DrainMany, ConcurrentSettersKeepLaterEntries) {
   }
   // Drain once the loop has applied a good number of sets (not after a fixed
   // sleep, which a slow machine could outlast).
-  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  const absl::Time give_up = absl::Now() + kHangGuard;
   while (wheel.stats().applied < 3000 && absl::Now() < give_up) {
     absl::SleepFor(absl::Microseconds(200));
   }

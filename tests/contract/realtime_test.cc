@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "../common/hang_guard.h"
+#include "../common/steady_now.h"
 #include "absl/hash/hash.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -33,15 +35,8 @@
 namespace timingwheel {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Nanos = std::chrono::nanoseconds;
-
-constexpr absl::Duration kHangGuard = absl::Seconds(20);
-
-std::int64_t NowNs() {
-  return std::chrono::duration_cast<Nanos>(Clock::now().time_since_epoch())
-      .count();
-}
+using ::timingwheel::testing::kHangGuard;
+using ::timingwheel::testing::NowNs;
 
 // Process CPU time (all threads), in seconds.
 double ProcessCpuSeconds() {

@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "../common/concurrency_barrier.h"
+#include "../common/hang_guard.h"
+#include "../common/steady_now.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -38,14 +40,8 @@ namespace {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::ConcurrencyBarrier;
-
-constexpr absl::Duration kHangGuard = absl::Seconds(20);
-
-std::int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using ::timingwheel::testing::kHangGuard;
+using ::timingwheel::testing::NowNs;
 
 // How a value left the wheel.
 enum class End : std::uint8_t {
@@ -532,7 +528,8 @@ TEST(Stress, IndexGrowthDuringAFastFillEndsExactlyOnce) {
 
 // Stop racing producers: every call is either accepted and accounted or
 // refused. (It caught the WorkerPool::Shutdown ordering bug about 1 run in
-// 15; see contract_test's S8Stop.RunsEveryQueuedCallbackBeforeReturning.)
+// 15; see S8Stop.RunsEveryQueuedCallbackBeforeReturning in
+// tests/contract/stop_test.cc.)
 TEST(Stress, StopRacingProducers) {
   Harness h(kProducers * kKeysPerProducer, StressOptions());
   std::vector<std::thread> threads;

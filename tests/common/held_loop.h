@@ -1,0 +1,98 @@
+// Holds a wheel's loop busy on purpose, so that commands stay queued for as
+// long as a test needs: for max_pending, max_lag and batch admission.
+//
+// The loop applies commands at once unless it is busy, so keep it busy
+// deterministically: the loop is the only thread that hashes keys, and
+// GatedHash blocks it inside the hash of a hold key until the test releases
+// it. Meanwhile nothing is dequeued and no tick runs. (A blocked callback
+// would not do: the loop goes on applying commands while callbacks run,
+// docs/api.md S10.)
+#ifndef TIMINGWHEEL_TESTS_COMMON_HELD_LOOP_H_
+#define TIMINGWHEEL_TESTS_COMMON_HELD_LOOP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+#include "../common/event.h"
+#include "../common/hang_guard.h"
+#include "../common/manual_wheel.h"
+#include "absl/hash/hash.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "timingwheel/timing_wheel.h"
+
+namespace timingwheel {
+namespace testing {
+
+// The hold of the test running now: set by its owner, read by GatedHash.
+struct LoopGate {
+  Event entered, released;
+  std::atomic<bool> armed{true};
+};
+inline std::atomic<LoopGate*> g_loop_gate{nullptr};
+
+// absl::Hash, except that the first hash of the hold key (-1, or "hold")
+// while a LoopGate is set blocks until the gate is released.
+struct GatedHash {
+  static void HoldIfGated() {
+    LoopGate* gate = g_loop_gate.load();
+    if (gate != nullptr && gate->armed.exchange(false)) {
+      gate->entered.Notify();
+      gate->released.WaitFor(kHangGuard);
+    }
+  }
+  std::size_t operator()(int key) const {
+    if (key == -1) HoldIfGated();
+    return absl::Hash<int>()(key);
+  }
+  std::size_t operator()(const std::string& key) const {
+    if (key == "hold") HoldIfGated();
+    return absl::Hash<std::string>()(key);
+  }
+};
+
+// Sets `gate` as the one GatedHash blocks on, for its lifetime.
+class GateScope {
+ public:
+  explicit GateScope(LoopGate* gate) { g_loop_gate.store(gate); }
+  ~GateScope() { g_loop_gate.store(nullptr); }
+};
+
+// A ManualWheel with `max_pending` (or other options) whose loop is held:
+// the hold key (-1) is set with a delay of an hour, and the loop blocks
+// hashing it until Release(). It stays pending: Stop returns it.
+class HeldLoop {
+ public:
+  static constexpr int kHoldKey = -1;
+
+  explicit HeldLoop(std::size_t max_pending)
+      : HeldLoop(WithMaxPending(max_pending)) {}
+  explicit HeldLoop(Options options) : w_(8, nullptr, options) {
+    EXPECT_TRUE(w_.wheel().SetTimer(kHoldKey, 0, absl::Hours(1)).ok());
+  }
+  ~HeldLoop() { Release(); }
+
+  // Waits until the loop is held; false after kHangGuard.
+  bool Held() { return gate_.entered.WaitFor(kHangGuard); }
+  // Lets the loop go.
+  void Release() { gate_.released.Notify(); }
+  BasicManualWheel<GatedHash>& w() { return w_; }
+
+ private:
+  static Options WithMaxPending(std::size_t max_pending) {
+    Options options = TestOptions();
+    options.max_pending = max_pending;
+    return options;
+  }
+
+  // Declared first: outlives the wheel, whose loop may be inside the hash.
+  LoopGate gate_;
+  GateScope scope_{&gate_};
+  BasicManualWheel<GatedHash> w_;
+};
+
+}  // namespace testing
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_TESTS_COMMON_HELD_LOOP_H_
