@@ -25,6 +25,9 @@ FIGURES = [
     "rss_bytes_per_pending", "fired", "cpu_us_per_fired",
     "loop_cpu_us_per_fired", "retained", "retained_before_trim",
     "rss_peak_mib", "rss_after_mib",
+    # The cache workloads (cache_workloads).
+    "thread_cpu_ns_per_op", "process_cpu_ns_per_op", "rss_bytes_per_entry",
+    "hit_ratio", "notified_expired", "never_notified",
 ]
 
 

@@ -4,11 +4,13 @@
 # how a change is judged on a shared machine, where a figure from another
 # hour is not comparable.
 #
-#   bench/compare.sh A_BUILD_DIR B_BUILD_DIR [--repeat=5] [--cold]
+#   bench/compare.sh A_BUILD_DIR B_BUILD_DIR [--repeat=5] [--cold] [--cache]
 #                    [workloads flags]
 #
-# --cold also runs B with --prefault_mb=0 each round: the cold case (a heap
-# that has not been touched yet) beside the warmed one.
+# --cold also runs A and B with --prefault_mb=0 each round: the cold case (a
+# heap that has not been touched yet, as in a process after a deploy) beside
+# the warmed one. --cache also runs each tree's bench/cache_workloads (C1-C5)
+# each round, warm and, with --cold, cold.
 # Each BUILD_DIR is a build tree with bench/workloads (e.g. a release build
 # of a `git worktree` at the old commit, and one at the new). Its lines are
 # tagged with that tree's commit. Results go to
@@ -21,11 +23,13 @@ b=$2
 shift 2
 repeat=5
 cold=0
+cache=0
 args=()
 for arg in "$@"; do
   case "$arg" in
     --repeat=*) repeat="${arg#--repeat=}" ;;
     --cold) cold=1 ;;
+    --cache) cache=1 ;;
     *) args+=("$arg") ;;
   esac
 done
@@ -44,14 +48,27 @@ ca=$(commit_of "$a")
 cb=$(commit_of "$b")
 out="$here/results/$(date -u +%Y-%m-%dT%H%M%SZ)-compare.jsonl"
 mkdir -p "$here/results"
+# run_one TREE COMMIT PROGRAM [FLAGS...]: one run of one tree's program.
+run_one() {
+  local tree=$1 commit=$2 program=$3
+  shift 3
+  "$tree/bench/$program" --json --commit="$commit" "$@"
+}
 for ((run = 1; run <= repeat; ++run)); do
   echo "== run $run of $repeat: $ca, then $cb" >&2
-  "$a/bench/workloads" --json --commit="$ca" ${args[@]+"${args[@]}"}
-  "$b/bench/workloads" --json --commit="$cb" ${args[@]+"${args[@]}"}
-  if ((cold)); then
-    "$b/bench/workloads" --json --commit="$cb" --prefault_mb=0 \
-      ${args[@]+"${args[@]}"}
-  fi
+  for tree_commit in "$a $ca" "$b $cb"; do
+    read -r tree commit <<<"$tree_commit"
+    run_one "$tree" "$commit" workloads ${args[@]+"${args[@]}"}
+    if ((cold)); then
+      run_one "$tree" "$commit" workloads --prefault_mb=0 ${args[@]+"${args[@]}"}
+    fi
+    if ((cache)); then
+      run_one "$tree" "$commit" cache_workloads
+      if ((cold)); then
+        run_one "$tree" "$commit" cache_workloads --prefault_mb=0
+      fi
+    fi
+  done
 done >"$out"
 echo "== $out" >&2
 python3 "$here/compare.py" "$out"
