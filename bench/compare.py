@@ -32,7 +32,7 @@ FIGURES = [
 
 
 def key_of(line):
-    # presized 0 is the default: builds from before the field have none.
+    # presized 0 is the default, and a line without the field counts as 0.
     return (line.get("workload"), line.get("name"), line.get("producers"),
             line.get("execute_workers"), line.get("presized") or None)
 

@@ -1,10 +1,11 @@
 #!/bin/sh
 # Instructions the loop's core executes per command and per fired timer,
 # counted by valgrind's callgrind: the same figure on every run, however
-# loaded the machine, where wall-clock micro-benchmarks swing 10-20% on a
-# shared VM. It says nothing of cache misses (callgrind does not model this
-# machine's memory), so read it beside bench/wheel_micro's times, not
-# instead of them: fewer instructions for the same misses is a cheaper loop.
+# loaded the machine, where wall-clock micro-benchmarks swing with the load
+# of a shared machine. It says nothing of cache misses (callgrind does not
+# model this machine's memory), so read it beside bench/wheel_micro's times,
+# not instead of them: fewer instructions for the same misses is a cheaper
+# loop.
 #
 #   bench/instructions.sh BUILD_DIR [BUILD_DIR ...]
 #
@@ -12,9 +13,9 @@
 # the timed part counted (TimedApply, TimedExpire) and prints, per row, the
 # instructions per command (BM_Pipeline, 1 Mi commands: kind 0 set into a
 # reserved index, 1 move, 2 remove, 3 set with the index growing) and per
-# fired timer (BM_Expire, 1 Mi timers due on one tick). Takes about 15
-# seconds per build tree, which must be from 74e0fe3 on (older wheel_micros
-# have no TimedApply or TimedExpire to count).
+# fired timer (BM_Expire, 1 Mi timers due on one tick). Each build tree's
+# wheel_micro must have the functions TimedApply and TimedExpire, the only
+# ones counted.
 set -eu
 
 if [ "$#" -eq 0 ]; then

@@ -119,11 +119,11 @@ std::int64_t ThreadPageFaults() {
 // range(1), memory: 0 cold; 1 warm, as bench/workloads runs (1 GiB of heap
 // faulted in first by support::PrefaultHeap, which also keeps blocks below
 // 32 MiB in malloc's heap); 2 warm with transparent huge pages off for the
-// pass. On the VMs we measure on, the first touch of a 2 MiB page the
-// process has not used costs milliseconds, and khugepaged collapsing an
-// advised block stops a thread touching it for as long (rarely, at random):
-// 2 shows what is left without either. Cold runs first, since the warm
-// setting stays for the rest of the process.
+// pass. Where fresh memory is slow to back (a VM), the first touch of a
+// 2 MiB page the process has not used stops the thread, and khugepaged
+// collapsing an advised block stops a thread touching it for as long
+// (rarely, at random): 2 shows what is left without either. Cold runs
+// first, since the warm setting stays for the rest of the process.
 // range(2) = 1 reserves n first: no index growth, the control.
 void BM_SetPause(benchmark::State& state) {
   constexpr std::size_t kBatch = 256;
@@ -329,8 +329,9 @@ BENCHMARK(BM_TickFar)->Arg(0)->Arg(1 << 20);
 // One tick of a 512-slot wheel holding 1 Mi timers spread uniformly over the
 // next 3.6 M ticks (an hour at 1 ms): each slot holds ~2 Ki entries of
 // later rotations, which a tick walks whenever the slot has one due in this
-// rotation (the go-zero "circle" cost). Fired timers are set again an hour
-// out so the population stays at n.
+// rotation (what a single-level wheel that counts rotations per entry
+// pays). Fired timers are set again an hour out so the population stays at
+// n.
 void BM_TickSpread(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   constexpr std::uint64_t kHour = 3600 * 1000;
@@ -428,7 +429,7 @@ BENCHMARK(BM_Pipeline)
     ->Unit(benchmark::kMillisecond);
 
 // The floor under every command: one random lookup in an absl flat map of
-// 8-byte keys (peers.md: "about 80 ns at 1 M keys").
+// 8-byte keys (docs/design.md, "The memory system sets the cost").
 void BM_MapFind(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   const std::vector<std::uint64_t> keys = Keys(n);

@@ -258,9 +258,9 @@ Context MakeContext(const Config& flags) {
 // short, i.e. the queue is empty, or after 8192 commands) and after every
 // tick. So once the last command has been applied, the count we poll for is
 // published at the end of that same round: the publication lag is at most
-// one batch of commands, microseconds, plus our polling period (~20 us, plus
-// timer slack). Both are small next to the >= 10 ms these phases take at
-// --n=100000 and the ~100 ms at 1M.
+// one batch of commands, microseconds, plus our polling period (20 us, plus
+// timer slack). Both are small next to the time these phases take at the
+// sizes run (--n of 100,000 and up).
 Clock::time_point WaitApplied(const TW& wheel, std::uint64_t target) {
   while (wheel.stats().applied < target) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -572,12 +572,12 @@ void RunW4(const Context& ctx, const char* self) {
 
 // The execute callback of W5 and W8 is the probe, so it must be light: at
 // W5's peak the wheel fires ~10,000 timers a millisecond, and a probe that
-// wrote into arrays indexed by key (two random cache misses, ~150 ns) kept
-// one worker busier than the wheel and measured itself; W8 divides CPU time
-// by the timers fired, so a heavy probe would be charged to the wheel. Each
-// worker thread appends (id, time) to a log of its own, reserved up front;
-// counting, lateness and "fired twice" are worked out from the logs after
-// the run (AnalyseFirings).
+// wrote into arrays indexed by key (two random cache misses a timer) would
+// keep one worker busier than the wheel and measure itself; W8 divides CPU
+// time by the timers fired, so a heavy probe would be charged to the wheel.
+// Each worker thread appends (id, time) to a log of its own, reserved up
+// front; counting, lateness and "fired twice" are worked out from the logs
+// after the run (AnalyseFirings).
 struct FireLog {
   std::vector<std::pair<std::uint64_t, std::int64_t>> records;
   alignas(64) std::atomic<std::int64_t> size{0};  // published records
@@ -1369,11 +1369,10 @@ int main(int argc, char** argv) {
   if (flags.w4_child) return RunW4Child(flags);
   if (flags.w8_child) return RunW8Child(flags);
   if (flags.w9_child) return RunW9Child(flags);
-  // On the Firecracker VMs we measure on (nested virtualization, free-page
-  // reporting of 8 MiB blocks) the first touch of a page costs ~10 us, and a
-  // fresh wheel filled in W5 spent more time in page faults than in the
-  // wheel; a running service reuses its memory, and so do we here.
-  // --prefault_mb=0 measures the cold case.
+  // Where fresh memory is slow to back (a VM with nested virtualization or
+  // free-page reporting), a fresh wheel filled in W5 spends more time in
+  // page faults than in the wheel; a running service reuses its memory, and
+  // so do we here. --prefault_mb=0 measures the cold case.
   support::PrefaultHeap(flags.prefault_mb);
   const Context ctx = MakeContext(flags);
   char self[4096];

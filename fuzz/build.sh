@@ -11,6 +11,6 @@ cxx=${CXX_FUZZ:-clang++}
 exec "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I "$root/lib/include" -I "$root/tests/wheel" \
-  $(pkg-config --cflags absl_hash absl_flat_hash_set) \
+  $(pkg-config --cflags absl_hash absl_flat_hash_set absl_status absl_strings) \
   "$here/wheel_fuzzer.cc" "$root/lib/src/base/large_alloc.cc" -o "$out" \
-  $(pkg-config --libs absl_hash absl_flat_hash_set)
+  $(pkg-config --libs absl_hash absl_flat_hash_set absl_status absl_strings)

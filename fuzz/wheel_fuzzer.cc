@@ -1,8 +1,9 @@
 // libFuzzer target: decodes the input into a program of Wheel operations
 // (tests/wheel/wheel_model.h, the same decoder the unit tests replay) and
-// runs it against the naive model. Any divergence aborts with a description;
-// ASan/UBSan catch memory and lifetime errors (values are unique_ptrs, so a
-// double destroy or a leak is reported too).
+// runs it against the naive model, checking the wheel's CheckInvariants()
+// after every operation. Any divergence or broken invariant aborts with a
+// description; ASan/UBSan catch memory and lifetime errors (values are
+// unique_ptrs, so a double destroy or a leak is reported too).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -5,15 +5,15 @@
 // under ThreadSanitizer; its assertions do not depend on timing.
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "../common/event.h"
+#include "../common/hang_guard.h"
+#include "../common/steady_now.h"
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -22,6 +22,11 @@
 
 namespace timingwheel {
 namespace {
+
+using ::timingwheel::testing::BecomesTrue;
+using ::timingwheel::testing::Event;
+using ::timingwheel::testing::kHangGuard;
+using ::timingwheel::testing::NowNs;
 
 constexpr int kThreads = 4;
 constexpr int kKeys = 256;
@@ -123,11 +128,10 @@ void RunAndAccount(CacheOptions options) {
       acc->errors++;
     }
   }
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (acc->by_cause[static_cast<int>(RemovalCause::kExpired)].load() == 0 &&
-         absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  // Waits for an expiry; the EXPECT_GT below says if none came.
+  BecomesTrue([&] {
+    return acc->by_cause[static_cast<int>(RemovalCause::kExpired)].load() > 0;
+  });
   EXPECT_GT(acc->by_cause[static_cast<int>(RemovalCause::kExpired)].load(), 0u);
   cache->Clear();
   EXPECT_EQ(cache->size(), 0u);
@@ -168,11 +172,6 @@ TEST(CacheConcurrency, EveryValueExactlyOnceBounded) {
 // own reading from below).
 TEST(CacheConcurrency, ExpiresWithoutActivity) {
   constexpr int kKeys = 10000;
-  auto steady_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
   std::vector<std::int64_t> earliest(kKeys);
   std::vector<std::atomic<std::int64_t>> expired_at(kKeys);
   std::atomic<int> expired{0};
@@ -181,19 +180,17 @@ TEST(CacheConcurrency, ExpiresWithoutActivity) {
   auto cache =
       Cache<int, int>::Create(o, [&](int key, int, RemovalCause cause) {
         if (cause != RemovalCause::kExpired) return;
-        expired_at[key].store(steady_ns());
+        expired_at[key].store(NowNs());
         expired++;
       });
   ASSERT_TRUE(cache.ok());
   for (int i = 0; i < kKeys; ++i) {
     const absl::Duration ttl = absl::Milliseconds(5 + i % 20);
-    earliest[i] = steady_ns() + absl::ToInt64Nanoseconds(ttl);
+    earliest[i] = NowNs() + absl::ToInt64Nanoseconds(ttl);
     ASSERT_TRUE((*cache)->Set(i, i, ttl).ok());
   }
-  const absl::Time give_up = absl::Now() + absl::Seconds(20);
-  while (expired.load() < kKeys && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  // Waits for every expiry; the EXPECT_EQ below says if some did not come.
+  BecomesTrue([&] { return expired.load() >= kKeys; });
   EXPECT_EQ(expired.load(), kKeys);
   EXPECT_EQ((*cache)->size(), 0u);
   for (int i = 0; i < kKeys; ++i) {
@@ -207,9 +204,7 @@ TEST(CacheConcurrency, ExpiresWithoutActivity) {
 // inside an expiry here) before it returns, and no call runs after it.
 // Values still present are destroyed without a listener call.
 TEST(CacheConcurrency, DestructionWaitsForAListenerCallInFlight) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool entered = false, released = false;
+  Event entered, released;
   std::atomic<bool> destroyed{false};
   std::atomic<int> calls_after{0}, calls{0};
   CacheOptions o;
@@ -218,21 +213,15 @@ TEST(CacheConcurrency, DestructionWaitsForAListenerCallInFlight) {
     if (destroyed.load()) calls_after++;
     calls++;
     if (key != 0) return;
-    std::unique_lock<std::mutex> lock(mu);
-    entered = true;
-    cv.notify_all();
-    cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
+    entered.Notify();
+    released.WaitFor(kHangGuard);
   });
   ASSERT_TRUE(cache.ok());
   for (int k = 1; k <= 100; ++k) {
     ASSERT_TRUE((*cache)->Set(k, k, absl::Hours(1)).ok());
   }
   ASSERT_TRUE((*cache)->Set(0, 0, absl::Milliseconds(1)).ok());
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(
-        cv.wait_for(lock, std::chrono::seconds(20), [&] { return entered; }));
-  }
+  ASSERT_TRUE(entered.WaitFor(kHangGuard));
   std::thread destroyer([&] {
     cache->reset();
     destroyed.store(true);
@@ -241,11 +230,7 @@ TEST(CacheConcurrency, DestructionWaitsForAListenerCallInFlight) {
   // one would have done so long before this.
   absl::SleepFor(absl::Milliseconds(50));
   EXPECT_FALSE(destroyed.load());
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    released = true;
-  }
-  cv.notify_all();
+  released.Notify();
   destroyer.join();
   EXPECT_TRUE(destroyed.load());
   EXPECT_EQ(calls_after.load(), 0);

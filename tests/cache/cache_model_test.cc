@@ -5,7 +5,7 @@
 // everything; with eviction the cache's choice of victim is accepted, but
 // checked: only present values, never the entry just set or the most
 // recently hit, size within the bound, and every value accounted for
-// exactly once.
+// exactly once. The cache's CheckInvariants runs after every operation too.
 
 #include <algorithm>
 #include <cstdint>
@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "cache_test_peer.h"
 #include "gtest/gtest.h"
 #include "timingwheel/cache.h"
 #include "timingwheel/ticker.h"
@@ -138,6 +139,10 @@ TEST_P(CacheModelTest, MatchesTheModel) {
   // taking the cache's evictions (when bounded) as given after checking
   // them. `just_set` is the key the last operation set, or -1.
   auto check = [&](const std::string& what, int just_set) {
+    // The structure first: a broken one explains any difference below.
+    ASSERT_EQ(internal::CacheTestPeer::CheckInvariants(*cache),
+              absl::OkStatus())
+        << what;
     std::vector<Event> calls;
     {
       std::lock_guard<std::mutex> lock(mu);

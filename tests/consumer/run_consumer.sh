@@ -8,7 +8,10 @@
 #   2. installed: `meson install --destdir` of this repository into a temp
 #      dir, then compiles the same main.cc with `pkg-config timingwheel`;
 #   3. with clang++ too, where installed: clang_check.cc (non-trivial key and
-#      value types, the cache) against that installed copy.
+#      value types, the cache) against that installed copy, with
+#      -Wthread-safety -Werror=thread-safety, which must pass; and
+#      thread_safety_violation.cc, which the same flags must refuse (so the
+#      analysis does see the library's locks).
 # Usage: run_consumer.sh [REPO_ROOT]   (default: two levels up from here)
 set -euo pipefail
 
@@ -78,10 +81,19 @@ check_output "pkg-config" "$tmp/consumer-pc"
 # Part 3: the other compiler. Debian's clang (14) builds against the same
 # installed copy and libstdc++, so a header that only g++ accepts shows here.
 if command -v clang++ >/dev/null; then
-  echo "== clang++ against the installed copy"
-  clang++ -std=c++20 -o "$tmp/clang-check" "$here/clang_check.cc" "${flags[@]}" \
-    -Wl,-rpath,"$(dirname "$lib")" || fail "compile with clang++"
+  echo "== clang++ against the installed copy, with -Wthread-safety"
+  tsa=(-Wthread-safety -Werror=thread-safety)
+  clang++ -std=c++20 "${tsa[@]}" -o "$tmp/clang-check" "$here/clang_check.cc" \
+    "${flags[@]}" -Wl,-rpath,"$(dirname "$lib")" || fail "compile with clang++"
   "$tmp/clang-check" || fail "clang-check exited with $?"
+  read -r -a cflags <<<"$(pkg-config --cflags timingwheel)"
+  if clang++ -std=c++20 "${tsa[@]}" -fsyntax-only \
+    "$here/thread_safety_violation.cc" "${cflags[@]}" >"$tmp/tsa.log" 2>&1; then
+    fail "thread_safety_violation.cc compiled: -Wthread-safety sees no lock"
+  fi
+  grep -q "requires holding mutex 'shard.mu'" "$tmp/tsa.log" \
+    || { cat "$tmp/tsa.log"; fail "thread_safety_violation.cc failed otherwise"; }
+  echo "thread_safety_violation.cc refused, as it must"
 else
   echo "== no clang++: the other-compiler check is skipped"
 fi

@@ -341,7 +341,7 @@ TEST(ErrorsDelay, PositiveDelaysBelowANanosecondAreDueOnTheNextTick) {
 
 // max_pending bounds the commands queued: any value above what can ever be
 // queued is no bound, not a refusal of every call (a size_t above INT64_MAX
-// once turned negative inside and refused everything).
+// must not turn negative where it is converted inside).
 TEST(ErrorsMaxPending, AHugeMaxPendingBoundsNothing) {
   for (std::size_t max_pending :
        {std::numeric_limits<std::size_t>::max(),

@@ -363,8 +363,8 @@ TEST(RealTime, IdleEmptyWheelUsesNoCpu) {
 }
 
 // Create accepts any interval from 1 ns: even then an empty wheel sleeps. (A
-// round of the loop takes longer than such a tick, so a loop that went
-// round again whenever a tick was due never slept.)
+// round of the loop takes longer than such a tick, so a loop that goes
+// round again whenever a tick is due would never sleep.)
 TEST(RealTime, IdleEmptyWheelWithANanosecondIntervalUsesNoCpu) {
   for (absl::Duration interval :
        {absl::Nanoseconds(1), absl::Nanoseconds(30)}) {

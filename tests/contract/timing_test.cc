@@ -203,7 +203,8 @@ TEST(S5LongDelays, DaysAndYearsAtOneMillisecondDoNotOverflow) {
 // A floating-point chrono delay too long for absl::Duration is still a
 // finite positive delay (S5: "any finite positive delay works"), like an
 // integer one (std::chrono::hours::max(), accepted above).
-// (Found a bug: ToDuration used to map such a double to InfiniteDuration.)
+// Its conversion must saturate to a finite Duration: taken for
+// InfiniteDuration, the delay would be refused.
 TEST(S5LongDelays, HugeFloatingChronoDelayIsFinite) {
   ManualWheel w(8);
   using DSec = std::chrono::duration<double>;

@@ -4,10 +4,10 @@
 // B2Batch, Overload).
 #include "timingwheel/internal/loop/admission.h"
 
-#include <chrono>
 #include <cstdint>
 #include <limits>
 
+#include "../common/steady_now.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -17,13 +17,8 @@ namespace internal {
 namespace {
 
 using ::absl::StatusCode;
-
-// Now on the steady clock, as the loop publishes its times.
-std::int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// The steady clock's now: the loop publishes its times on that clock.
+using ::timingwheel::testing::NowNs;
 
 // Teaches `a` a pace of `ns` nanoseconds a command, as a loop that has run
 // for a while would have.

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/steady_now.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "timingwheel/internal/time/cycle_clock.h"
@@ -23,6 +24,7 @@ namespace timingwheel::internal {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+using ::timingwheel::testing::NowNs;  // SteadyClock's now, in nanoseconds
 
 absl::Duration Since(SteadyClock::time_point start) {
   return absl::FromChrono(SteadyClock::now() - start);
@@ -124,12 +126,6 @@ TEST(RealClock, TicksDueCountsWholeIntervalsSinceStart) {
   EXPECT_LE(until, absl::Seconds(1));
 }
 
-std::int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             SteadyClock::now().time_since_epoch())
-      .count();
-}
-
 // CycleClock's contract, from several threads at once, through the start-up
 // measurement (the first reads of the process may be in it) and across
 // anchor renewals (pauses longer than kAnchorNs): every read is at or after
@@ -148,9 +144,9 @@ TEST(CycleClock, NeverBehindTheSteadyClockAndNeverFarAhead) {
         if (i % 1000 == t) {
           std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
-        const std::int64_t before = SteadyNs();
+        const std::int64_t before = NowNs();
         const std::int64_t read = CycleClock::NanosNotBefore();
-        const std::int64_t after = SteadyNs();
+        const std::int64_t after = NowNs();
         if (read < before) behind.fetch_add(1);
         if (after - before < 2000) {
           quick.fetch_add(1);
@@ -170,8 +166,8 @@ TEST(CycleClock, NeverBehindTheSteadyClockAndNeverFarAhead) {
 // contract still holds across a long stretch of reads.
 TEST(CycleClock, SwitchesToTheCounterOnceMeasured) {
   const std::int64_t until =
-      SteadyNs() + 3 * CycleClock::kCalibrationNs + 50'000'000;
-  while (!CycleClock::UsesCounter() && SteadyNs() < until) {
+      NowNs() + 3 * CycleClock::kCalibrationNs + 50'000'000;
+  while (!CycleClock::UsesCounter() && NowNs() < until) {
     CycleClock::NanosNotBefore();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -187,7 +183,7 @@ TEST(CycleClock, SwitchesToTheCounterOnceMeasured) {
   EXPECT_FALSE(CycleClock::UsesCounter());
 #endif
   for (int i = 0; i < 1000000; ++i) {
-    const std::int64_t before = SteadyNs();
+    const std::int64_t before = NowNs();
     ASSERT_GE(CycleClock::NanosNotBefore(), before);
   }
 }

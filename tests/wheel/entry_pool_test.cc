@@ -272,7 +272,7 @@ class Harness {
 
 // Allocating and freeing without ever shrinking: indices in bump order,
 // freed ones again last freed first, chunks one by one and then cut from
-// slabs, as before shrinking existed.
+// slabs; a pool that is never asked to shrink behaves as a plain free list.
 TEST(EntryPoolTest, NeverShrinkingBumpsAndReusesLastFreedFirst) {
   Pool pool;
   EXPECT_EQ(pool.MemoryBytes(), 0u);

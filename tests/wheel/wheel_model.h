@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "timingwheel/internal/wheel/wheel.h"
 
 namespace timingwheel {
@@ -295,8 +296,10 @@ using ModelWheel =
                     SwitchableHash>;
 
 // Runs `program` on a Wheel and on WheelModel in lockstep. Returns "" when
-// they agree throughout, else a description of the first divergence. V is a
-// unique_ptr so that ASan/LSan catch any value destroyed twice or leaked.
+// they agree throughout and the wheel's CheckInvariants() passes after every
+// operation, else a description of the first divergence or broken
+// invariant. V is a unique_ptr so that ASan/LSan catch any value destroyed
+// twice or leaked.
 // W is ModelWheel or a stand-in with the same interface (the harness's own
 // test plants a bug through one).
 template <typename W = ModelWheel>
@@ -411,6 +414,9 @@ std::string RunDifferential(const Program& program) {
         if (got != model.TakeAll()) return fail(step, "TakeAll differs");
         break;
       }
+    }
+    if (const absl::Status s = wheel.CheckInvariants(); !s.ok()) {
+      return fail(step, "CheckInvariants: " + std::string(s.message()));
     }
     if (wheel.now() != model.now()) {
       return fail(step, "now() = " + std::to_string(wheel.now()));

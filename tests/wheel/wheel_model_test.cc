@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace timingwheel {
 namespace testing {
 namespace {
@@ -111,6 +113,7 @@ class OneTickLateWheel {
   void TakeAll(S&& s) {
     w_.TakeAll(s);
   }
+  absl::Status CheckInvariants() const { return w_.CheckInvariants(); }
 
  private:
   std::uint64_t Late(std::uint64_t d) const {
@@ -131,7 +134,7 @@ TEST(WheelModelTest, HarnessCatchesALateFire) {
 // at once, one tick later, half-way, the last tick before d1, and around one
 // rotation before d1 (where the cursor has just passed d1's slot). Every
 // tick would cost a fresh Wheel each, which under ASan (a 128 KiB pool chunk
-// mapped and unmapped per wheel) made this test take minutes.
+// mapped and unmapped per wheel) would make this test take minutes.
 std::vector<std::uint64_t> MoveTimes(std::uint64_t now0, std::uint64_t d1,
                                      std::uint64_t n) {
   std::vector<std::uint64_t> at = {now0, now0 + 1, (now0 + d1) / 2, d1 - 1};
@@ -362,6 +365,7 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
         ASSERT_EQ(w.Remove(k), m.Remove(k));
       }
     }
+    ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
     const std::size_t peak = w.MemoryBytes();
     if (spread < num_slots) {
       EXPECT_GT(w.removed_in_lists(), kKeys * 9 / 10);
@@ -371,6 +375,10 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
     int rounds = 0;
     while (w.Compact(1 + rng() % 512)) {
       ASSERT_LT(++rounds, 1'000'000);
+      // A full check costs a walk of every timer: now and then.
+      if (rounds % 128 == 0) {
+        ASSERT_EQ(w.CheckInvariants(), absl::OkStatus()) << "round " << rounds;
+      }
       for (int j = 0; j < 4; ++j) {
         const std::uint32_t key = rng() % kKeys;
         const std::uint64_t deadline = m.now() + 1 + rng() % spread;
@@ -391,6 +399,7 @@ TEST(WheelModelTest, CompactionKeepsEveryTimer) {
       }
     }
     EXPECT_GT(rounds, 10);
+    ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
     EXPECT_LT(w.MemoryBytes(), peak / 5) << "num_slots=" << num_slots;
     EXPECT_EQ(w.size(), m.size());
     ASSERT_EQ(AdvanceBoth(w, m, kNever), "") << "level_slots=" << level_slots;
@@ -420,23 +429,33 @@ TEST(WheelModelTest, RemovedEntriesMeetAShrinkUnderWay) {
   }
   const std::size_t peak = w.MemoryBytes();
   EXPECT_EQ(w.removed_in_lists(), kKeys / 10 * 9);
+  ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
   // Compaction first unlinks those, then starts the shrink.
   int rounds = 0;
   while (w.removed_in_lists() != 0) {
     ASSERT_TRUE(w.Compact(512));
     ASSERT_LT(++rounds, 10'000);
   }
+  ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
   ASSERT_TRUE(w.Compact(1));  // the shrink starts, and moves one entry
+  ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
   // Half the survivors removed while it is under way: lazily, wherever
   // they are.
   for (std::uint32_t k = 0; k < kKeys; k += 20) {
     ASSERT_EQ(w.Remove(k), m.Remove(k));
   }
   EXPECT_EQ(w.removed_in_lists(), kKeys / 20);
+  ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
   // As the loop does: a step each round while the wheel wants one (a
   // step may end a shrink that leaves the next one wanted).
-  for (int i = 0; i < 100'000 && w.WantsCompaction(); ++i) w.Compact(64);
+  for (int i = 0; i < 100'000 && w.WantsCompaction(); ++i) {
+    w.Compact(64);
+    if (i % 64 == 0) {
+      ASSERT_EQ(w.CheckInvariants(), absl::OkStatus()) << "step " << i;
+    }
+  }
   EXPECT_FALSE(w.WantsCompaction());
+  ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
   EXPECT_LT(w.MemoryBytes(), peak / 5);
   ASSERT_EQ(AdvanceBoth(w, m, kNever), "");
   EXPECT_EQ(w.size(), 0u);
@@ -461,13 +480,19 @@ TEST(WheelModelTest, IndexGrowthKeepsEveryTimer) {
     std::uint64_t next_value = 1;
     std::uint32_t next_key = 0;
     int early_growths = 0;
-    while (next_key < keys) {
+    for (int op = 1; next_key < keys; ++op) {
+      // A full check walks every timer (and with folding hashes, a lookup
+      // walks them all): now and then, and as each early growth starts.
+      if (op % 2048 == 0) {
+        ASSERT_EQ(w.CheckInvariants(), absl::OkStatus()) << "op " << op;
+      }
       const std::uint64_t deadline = m.now() + 1 + rng() % 100'000;
       switch (rng() % 16) {
         case 5:
           if (w.WantsEarlyGrowth() && rng() % 4 == 0) {
             w.StartGrowth();
             ++early_growths;
+            ASSERT_EQ(w.CheckInvariants(), absl::OkStatus()) << "op " << op;
           } else {
             w.GrowStep(1 + rng() % 64);
           }
@@ -505,6 +530,7 @@ TEST(WheelModelTest, IndexGrowthKeepsEveryTimer) {
     }
     // Tables from 4096 words up to 131072 (good hashes) or 8192.
     EXPECT_GE(early_growths, mode == SwitchableHash::kGood ? 3 : 1);
+    ASSERT_EQ(w.CheckInvariants(), absl::OkStatus());
     EXPECT_EQ(w.size(), m.size());
     ASSERT_EQ(AdvanceBoth(w, m, kNever), "") << "hash mode " << int{mode};
     EXPECT_EQ(w.size(), 0u);

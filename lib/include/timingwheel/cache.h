@@ -155,6 +155,8 @@ class Cache : private internal::CacheImpl<K, V, Hash, Eq> {
   CacheStats stats() const { return Impl::stats(); }
 
  private:
+  friend class internal::CacheTestPeer;
+
   Cache(const CacheOptions& options, RemovalListener on_removal)
       : Impl(options, std::move(on_removal)) {}
 };

@@ -7,20 +7,8 @@
 
 namespace timingwheel {
 namespace internal {
-
-// What a ManualTicker drives: the event loop of one wheel.
-class TickSink {
- public:
-  // Runs n ticks as ManualTicker::Tick documents; returns at once once the
-  // wheel is stopped.
-  virtual void RunTicks(int n) = 0;
-
- protected:
-  ~TickSink() = default;
-};
-
-class TickerAccess;
-
+class TickSink;      // what a ManualTicker drives (internal/time/tick_sink.h)
+class TickerAccess;  // how a wheel attaches itself to its ManualTicker
 }  // namespace internal
 
 // A source of ticks for Options::ticker. The library's only kind is
@@ -61,18 +49,6 @@ class ManualTicker : public Ticker {
   std::atomic<internal::TickSink*> sink_{nullptr};
 };
 
-namespace internal {
-
-// Lets a wheel attach itself to the ManualTicker that drives it.
-class TickerAccess {
- public:
-  // False if the ticker already drives a wheel.
-  static bool Attach(ManualTicker& ticker, TickSink* sink);
-  // Waits for a Tick in progress, then forgets `sink`.
-  static void Detach(ManualTicker& ticker, TickSink* sink);
-};
-
-}  // namespace internal
 }  // namespace timingwheel
 
 #endif  // TIMINGWHEEL_TICKER_H_

@@ -27,8 +27,8 @@ std::uint64_t Cycles() { return __rdtsc(); }
 // ns per cycle, in units of 2^-kShift.
 constexpr int kShift = 32;
 // A calibration sample whose two counter reads are further apart than this
-// was interrupted: the steady reading between them says little. (A steady
-// read takes ~100 cycles; 2000 is 0.4 us at 5 GHz, 2 us at 1 GHz.)
+// was interrupted: the steady reading between them says little. (Many
+// times what a steady read takes; 2000 is 0.4 us at 5 GHz, 2 us at 1 GHz.)
 constexpr std::uint64_t kTightCycles = 2'000;
 
 // The kernel keeps steady_clock on the cycle counter only once it has found

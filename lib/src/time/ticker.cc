@@ -1,6 +1,7 @@
 #include "timingwheel/ticker.h"
 
 #include "timingwheel/internal/loop/callback_scope.h"
+#include "timingwheel/internal/time/tick_sink.h"
 
 namespace timingwheel {
 

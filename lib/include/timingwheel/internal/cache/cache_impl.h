@@ -8,6 +8,12 @@
 // and load() run with no lock held, so they may call the cache, or destroy
 // it: UserCallFrame and CacheGate make the call that did so touch nothing
 // after.
+//
+// Why over 450 lines: one class whose calls all share that protocol (take
+// the shard's lock, collect removals, release it, then Notify and touch
+// nothing if the cache is gone); the parts that stand alone already live
+// beside it (shard, index, pool, policy, sketch, flight, gate). Split, a
+// reader must hold both files to check that a call keeps the protocol.
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 
@@ -19,17 +25,20 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "timingwheel/internal/base/check.h"
+#include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/cache/flight.h"
+#include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/cache/gate.h"
 #include "timingwheel/internal/cache/pool.h"
 #include "timingwheel/internal/cache/shard.h"
@@ -40,6 +49,10 @@
 namespace timingwheel {
 
 namespace internal {
+
+// Tests' way into a Cache's implementation (a friend of Cache): to run
+// CheckInvariants, and to break a structure on purpose to see it caught.
+class CacheTestPeer;
 
 template <typename K, typename V, typename Hash, typename Eq>
 class CacheImpl {
@@ -111,7 +124,7 @@ class CacheImpl {
   std::optional<V> Get(const K& key) {
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     const std::uint32_t i = HitLocked(s, key, h);
     if (i == kCacheNil) return std::nullopt;
     return s.pool.at(i).value();
@@ -130,7 +143,7 @@ class CacheImpl {
     Removals removals;
     absl::Status status;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(s.mu);
       SupersedeLoadLocked(s, key);
       status = SetLocked(s, std::move(key), std::move(value), ttl, h, removals);
     }
@@ -145,7 +158,7 @@ class CacheImpl {
     Removals removals;
     bool present = false;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(s.mu);
       SupersedeLoadLocked(s, key);
       const std::uint32_t i = FindLocked(s, key, h);
       if (i != kCacheNil) {
@@ -167,7 +180,7 @@ class CacheImpl {
     std::shared_ptr<CacheFlight<V>> flight;
     bool leader = false;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(s.mu);
       const std::uint32_t i = HitLocked(s, key, h);
       if (i != kCacheNil) return s.pool.at(i).value();
       auto [it, inserted] = s.flights.try_emplace(key);
@@ -177,8 +190,7 @@ class CacheImpl {
         leader = true;
       } else if (it->second->leader == std::this_thread::get_id()) {
         // Called from this key's own load(), directly or through other
-        // keys' loads: waiting would wait for itself (Guava and Caffeine
-        // throw IllegalStateException here).
+        // keys' loads: waiting would wait for itself.
         return absl::FailedPreconditionError(
             "GetOrLoad: the load() of this key asked for the same key");
       }
@@ -210,14 +222,13 @@ class CacheImpl {
     }
     Removals removals;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(s.mu);
       // Under the same lock as storing: a caller arriving now finds the
       // value, or (after an error) starts a new load.
       s.flights.erase(key);
       if (result.ok() && flight->superseded) {
-        // As if stored and at once replaced by the later write (Guava
-        // reports its discarded load likewise): every value a load
-        // returns leaves through the listener exactly once.
+        // As if stored and at once replaced by the later write: every
+        // value a load returns leaves through the listener exactly once.
         if (listener_)
           removals.emplace_back(key, *result, RemovalCause::kReplaced);
       } else if (result.ok()) {
@@ -236,9 +247,10 @@ class CacheImpl {
       Shard& s = *sp;
       Removals removals;
       {
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(s.mu);
         const std::int64_t now = NowNs();
         s.index.ForEach([&](std::uint32_t i) {
+          s.mu.AssumeHeld();  // called by ForEach, under the lock
           auto& n = s.pool.at(i);
           Unfile(s, i);
           const RemovalCause cause = now >= n.deadline
@@ -284,6 +296,18 @@ class CacheImpl {
     return st;
   }
 
+  // Each shard's CheckInvariants (shard.h), under its lock: the first
+  // broken invariant, or OK. O(nodes); for tests and checking builds.
+  absl::Status CheckInvariants() {
+    for (const auto& sp : shards_) {
+      Shard& s = *sp;
+      MutexLock lock(s.mu);
+      TW_RETURN_IF_ERROR(s.CheckInvariants(
+          [this](const K& key) { return HashOf(key); }, eq_));
+    }
+    return absl::OkStatus();
+  }
+
   // Wheel key: an expiry bucket (tick, shard); wheel value: the shard.
   using BucketKey = std::pair<std::int64_t, std::uint32_t>;
   using Wheel = TimingWheel<BucketKey, std::uint32_t>;
@@ -322,24 +346,20 @@ class CacheImpl {
     const std::size_t n = std::size_t{1} << bits;
     shards_.reserve(n);
     for (std::size_t k = 0; k < n; ++k) {
-      auto s = std::make_unique<Shard>(hash_, eq_);
-      s->id = static_cast<std::uint32_t>(k);
-      if (options.max_entries != 0) {
-        // Shares that sum to max_entries, so the total never exceeds it.
-        s->capacity = options.max_entries / n + (k < options.max_entries % n);
-        s->policy.Reset(s->capacity);
-      }
-      shards_.push_back(std::move(s));
+      // Shares that sum to max_entries, so the total never exceeds it.
+      const std::size_t capacity =
+          options.max_entries == 0
+              ? 0
+              : options.max_entries / n + (k < options.max_entries % n);
+      shards_.push_back(std::make_unique<Shard>(
+          hash_, eq_, static_cast<std::uint32_t>(k), capacity));
     }
   }
 
   Hashed HashOf(const K& key) const {
-    // splitmix64's finalizer: good bits everywhere even for an identity
+    // Mixed fully (base/hash.h): good bits everywhere even for an identity
     // Hash. The shard takes the top bits, the index the low ones.
-    std::uint64_t x = static_cast<std::uint64_t>(hash_(key));
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    x ^= x >> 31;
+    const std::uint64_t x = MixHash(static_cast<std::uint64_t>(hash_(key)));
     return Hashed{x, shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
                   static_cast<std::uint32_t>(x)};
   }
@@ -363,22 +383,27 @@ class CacheImpl {
   // A Set, Delete or Clear of `key` is under way: a load of it in flight
   // must not store its (older) value afterwards. A compare when no load is
   // in flight in the shard.
-  static void SupersedeLoadLocked(Shard& s, const K& key) {
+  static void SupersedeLoadLocked(Shard& s, const K& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     if (s.flights.empty()) return;
     auto it = s.flights.find(key);
     if (it != s.flights.end()) it->second->superseded = true;
   }
 
-  std::uint32_t FindLocked(Shard& s, const K& key, const Hashed& h) {
-    return s.index.Find(
-        h.tag, [&](std::uint32_t i) { return eq_(s.pool.at(i).key(), key); });
+  std::uint32_t FindLocked(Shard& s, const K& key, const Hashed& h)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    return s.index.Find(h.tag, [&](std::uint32_t i) {
+      s.mu.AssumeHeld();  // called by Find, under the lock
+      return eq_(s.pool.at(i).key(), key);
+    });
   }
 
   // Looks `key` up; on a hit counts it, slides it, updates the policy and
   // returns the node; on a miss (absent or expired) counts it and returns
   // kCacheNil. The clock is read under the lock, so an entry cannot expire
   // between the check and the caller's copy.
-  std::uint32_t HitLocked(Shard& s, const K& key, const Hashed& h) {
+  std::uint32_t HitLocked(Shard& s, const K& key, const Hashed& h)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     const std::uint32_t i = FindLocked(s, key, h);
     const std::int64_t now = NowNs();
     if (i == kCacheNil || now >= s.pool.at(i).deadline) {
@@ -398,7 +423,8 @@ class CacheImpl {
   }
 
   absl::Status SetLocked(Shard& s, K key, V value, absl::Duration ttl,
-                         const Hashed& h, Removals& removals) {
+                         const Hashed& h, Removals& removals)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     const std::int64_t now = NowNs();
     const std::int64_t ttl_ns = ToNs(ttl);
     const std::int64_t deadline = Deadline(now, ttl_ns);
@@ -437,8 +463,9 @@ class CacheImpl {
     if (bucket != kCacheNil) File(s, i, bucket);
     if (s.capacity != 0) {
       while (s.index.size() > s.capacity) {
-        const std::uint32_t v =
-            s.policy.Victim(s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
+        const std::uint32_t v = s.policy.Victim(
+            s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
+              s.mu.AssumeHeld();  // called by Victim, under the lock
               return HashOf(s.pool.at(j).key()).mixed;
             });
         if (v == kCacheNil) break;
@@ -459,7 +486,8 @@ class CacheImpl {
   // The sentinel of shard s's bucket for `tick`, created with its wheel
   // timer (due at tick * interval) if absent. Errors: the wheel's.
   absl::StatusOr<std::uint32_t> BucketFor(Shard& s, std::int64_t tick,
-                                          std::int64_t now) {
+                                          std::int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     auto it = s.buckets.find(tick);
     if (it != s.buckets.end()) return it->second;
     // The wheel fires a timer on the first tick at or after its deadline,
@@ -477,7 +505,8 @@ class CacheImpl {
   }
 
   // Links entry i into the bucket whose sentinel is `bucket`.
-  void File(Shard& s, std::uint32_t i, std::uint32_t bucket) {
+  void File(Shard& s, std::uint32_t i, std::uint32_t bucket)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     auto& n = s.pool.at(i);
     auto& head = s.pool.at(bucket);
     n.eprev = bucket;
@@ -488,7 +517,7 @@ class CacheImpl {
 
   // Unlinks entry i from its bucket, if it is in one. O(1): the lists are
   // circular through their sentinel, so the bucket need not be known.
-  void Unfile(Shard& s, std::uint32_t i) {
+  void Unfile(Shard& s, std::uint32_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     auto& n = s.pool.at(i);
     if (n.enext == kCacheNil) return;
     s.pool.at(n.eprev).enext = n.enext;
@@ -498,7 +527,7 @@ class CacheImpl {
 
   // An empty shard with no bucket left gives its node chunks back (one kept,
   // so a shard going 0 <-> 1 entries does not churn).
-  void MaybeRelease(Shard& s) {
+  void MaybeRelease(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     if (s.index.size() == 0 && s.buckets.empty() &&
         s.pool.extent() > Shard::Pool::kChunk) {
       s.pool.DestroyAll();
@@ -509,7 +538,8 @@ class CacheImpl {
   // bucket, counters; its key and value go to `removals` when there is a
   // listener.
   void RemoveLocked(Shard& s, std::uint32_t i, std::uint32_t tag,
-                    RemovalCause cause, Removals& removals) {
+                    RemovalCause cause, Removals& removals)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     Unfile(s, i);
     s.index.Erase(tag, i);
     if (s.capacity != 0) s.policy.OnRemove(s.pool, i);
@@ -526,7 +556,7 @@ class CacheImpl {
   // Moves node i's key and value to `removals` (if there is a listener) and
   // frees the node. The index must no longer be searched for i.
   void Collect(Shard& s, std::uint32_t i, RemovalCause cause,
-               Removals& removals) {
+               Removals& removals) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     auto& n = s.pool.at(i);
     if (listener_) {
       removals.emplace_back(std::move(n.key()), std::move(n.value()), cause);
@@ -545,7 +575,7 @@ class CacheImpl {
     for (bool done = false; !done;) {
       Removals removals;
       {
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(s.mu);
         auto it = s.buckets.find(tick);
         if (it == s.buckets.end()) return;
         const std::uint32_t sentinel = it->second;

@@ -4,11 +4,12 @@
 #define TIMINGWHEEL_INTERNAL_CACHE_FLIGHT_H_
 
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "timingwheel/internal/base/mutex.h"
 
 namespace timingwheel {
 namespace internal {
@@ -23,7 +24,7 @@ class CacheFlight {
   // Publishes the result and wakes every waiter. Called once.
   void Finish(absl::StatusOr<V> result) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       result_ = std::move(result);
       done_ = true;
     }
@@ -32,8 +33,8 @@ class CacheFlight {
 
   // Blocks until Finish, then returns a copy of the result.
   absl::StatusOr<V> Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
+    MutexLock lock(mu_);
+    while (!done_) lock.Wait(cv_);
     return result_;
   }
 
@@ -47,10 +48,10 @@ class CacheFlight {
   std::thread::id leader;
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
-  absl::StatusOr<V> result_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::StatusOr<V> result_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace internal

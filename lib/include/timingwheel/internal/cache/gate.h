@@ -4,7 +4,9 @@
 #define TIMINGWHEEL_INTERNAL_CACHE_GATE_H_
 
 #include <condition_variable>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "timingwheel/internal/base/mutex.h"
 
 namespace timingwheel {
 namespace internal {
@@ -20,30 +22,30 @@ class CacheGate {
  public:
   // False once closed: the callback must not touch the cache.
   bool Enter() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return false;
     ++running_;
     return true;
   }
   // After an Enter that returned true.
   void Leave() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --running_;
     idle_.notify_all();
   }
   // Closes the gate, then waits until only `ours` callbacks (those of the
   // calling thread, which cannot end while it waits) are still inside.
   void Close(int ours) {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
-    idle_.wait(lock, [&] { return running_ == ours; });
+    while (running_ != ours) lock.Wait(idle_);
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable idle_;
-  int running_ = 0;      // guarded by mu_
-  bool closed_ = false;  // guarded by mu_
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace internal

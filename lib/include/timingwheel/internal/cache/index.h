@@ -2,13 +2,26 @@
 // slots (32 bits of the key's hash, 32-bit node index). The key itself lives
 // once, in its node. Dependency-free, so the public header links with the
 // library's own Abseil modules.
+//
+// Why a second table beside the wheel's KeyIndex (wheel/key_index.h), the
+// same kind: a shard needs less. It is used under the shard's lock, where a
+// resize may rehash at once (O(capacity), amortized O(1)) instead of moving
+// the words in bounded steps between two tables; nothing prefetches its
+// lines; and the cache's hash is fully mixed (MixHash, base/hash.h), so a
+// home is the tag's low bits, with no multiply. KeyIndex would bring its
+// two-table resize, its big-block memory and its prefetching into every
+// shard for no use.
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_INDEX_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_INDEX_H_
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/pool.h"
 
 namespace timingwheel {
@@ -90,6 +103,56 @@ class CacheIndex {
     std::vector<Slot>().swap(slots_);
     mask_ = 0;
     size_ = 0;
+  }
+
+  // The first broken invariant, or OK: no table, or a power of two of at
+  // least kMinCapacity slots, 1/8 to 3/4 full (emptier only at
+  // kMinCapacity); size() counts the nodes, each held once and reached by
+  // a lookup from its home (no empty slot between). O(capacity log
+  // capacity); for tests and checking builds.
+  absl::Status CheckInvariants() const {
+    const std::size_t cap = slots_.size();
+    if (cap == 0) {
+      TW_INVARIANT(size_ == 0 && mask_ == 0, "CacheIndex: size ", size_,
+                   " without a table");
+      return absl::OkStatus();
+    }
+    TW_INVARIANT(std::has_single_bit(cap) && cap >= kMinCapacity &&
+                     mask_ == cap - 1,
+                 "CacheIndex: ", cap, " slots, mask ", mask_);
+    TW_INVARIANT(size_ * 4 <= cap * 3 &&
+                     (cap == kMinCapacity || size_ * 8 >= cap),
+                 "CacheIndex: ", size_, " nodes in ", cap, " slots");
+    std::size_t last_empty = cap;
+    for (std::size_t i = 0; i < cap; ++i) {
+      if (slots_[i].node == kCacheNil) last_empty = i;
+    }
+    TW_INVARIANT(last_empty != cap, "CacheIndex: no empty slot");
+    // From just after an empty slot, round, so that every run is seen
+    // whole.
+    const std::size_t start = (last_empty + 1) & mask_;
+    std::size_t run_start = start;
+    std::vector<std::uint32_t> nodes;
+    for (std::size_t k = 0; k < cap; ++k) {
+      const std::size_t i = (start + k) & mask_;
+      const Slot& s = slots_[i];
+      if (s.node == kCacheNil) {
+        run_start = (i + 1) & mask_;
+        continue;
+      }
+      nodes.push_back(s.node);
+      const std::size_t home = s.tag & mask_;
+      TW_INVARIANT(((i - home) & mask_) <= ((i - run_start) & mask_),
+                   "CacheIndex: node ", s.node, " at ", i, " (home ", home,
+                   ") lies past an empty slot after its home");
+    }
+    TW_INVARIANT(nodes.size() == size_, "CacheIndex: ", nodes.size(),
+                 " nodes, size ", size_);
+    std::sort(nodes.begin(), nodes.end());
+    const auto twice = std::adjacent_find(nodes.begin(), nodes.end());
+    TW_INVARIANT(twice == nodes.end(), "CacheIndex: node ",
+                 twice == nodes.end() ? 0 : *twice, " is held twice");
+    return absl::OkStatus();
   }
 
  private:

@@ -1,5 +1,6 @@
 // A cache shard's eviction policy: W-TinyLFU (window LRU, segmented LRU main
-// space, TinyLFU frequency filter between them), as in Caffeine.
+// space, TinyLFU frequency filter between them; Einziger, Friedman and
+// Manes, "TinyLFU: A Highly Efficient Cache Admission Policy").
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_POLICY_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_POLICY_H_
 
@@ -7,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/status/status.h"
+#include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/pool.h"
 #include "timingwheel/internal/cache/sketch.h"
 
@@ -116,6 +119,51 @@ class CachePolicy {
     for (List& l : lists_) l = List{};
   }
 
+  // The first broken invariant, or OK, for a shard of `capacity` (what
+  // Reset was given) holding `entries`: each segment's list runs from head
+  // (LRU) to tail (MRU) through next and back through prev, its nodes
+  // entries marked with the segment, `size` of them; together they are the
+  // shard's entries, no more than the capacity; the window holds at most
+  // its share, protected at most its share or the one entry just promoted.
+  // O(entries); for tests and checking builds.
+  absl::Status CheckInvariants(const Pool& pool, std::size_t entries,
+                               std::size_t capacity) const {
+    TW_INVARIANT(capacity == capacity_, "CachePolicy: sized for ",
+                 capacity_, ", shard capacity ", capacity);
+    std::size_t total = 0;
+    for (int s : {kWindow, kProbation, kProtected}) {
+      const List& l = lists_[s];
+      std::uint32_t prev = kCacheNil;
+      std::size_t n = 0;
+      for (std::uint32_t i = l.head; i != kCacheNil; i = pool.at(i).next) {
+        TW_INVARIANT(i < pool.extent() && pool.at(i).is_entry(),
+                     "CachePolicy: segment ", s, " links node ", i,
+                     ", not an entry");
+        TW_INVARIANT(pool.at(i).segment() == s, "CachePolicy: node ", i,
+                     " of segment ", s, " is marked ", pool.at(i).segment());
+        TW_INVARIANT(pool.at(i).prev == prev, "CachePolicy: node ", i,
+                     " links back to ", pool.at(i).prev, ", not ", prev);
+        TW_INVARIANT(++n <= l.size, "CachePolicy: segment ", s,
+                     " holds more than its size ", l.size);
+        prev = i;
+      }
+      TW_INVARIANT(prev == l.tail && n == l.size, "CachePolicy: segment ", s,
+                   " ends at ", prev, " after ", n, " nodes; tail ", l.tail,
+                   ", size ", l.size);
+      total += n;
+    }
+    TW_INVARIANT(total == entries && entries <= capacity_, "CachePolicy: ",
+                 total, " nodes in lists, ", entries, " entries, capacity ",
+                 capacity_);
+    TW_INVARIANT(lists_[kWindow].size <= window_max_, "CachePolicy: window ",
+                 lists_[kWindow].size, " over ", window_max_);
+    TW_INVARIANT(
+        lists_[kProtected].size <= std::max<std::size_t>(protected_max_, 1),
+        "CachePolicy: protected ", lists_[kProtected].size, " over ",
+        protected_max_);
+    return absl::OkStatus();
+  }
+
  private:
   struct List {
     std::uint32_t head = kCacheNil;  // LRU end
@@ -140,6 +188,7 @@ class CachePolicy {
   void Unlink(Pool& pool, std::uint32_t i) {
     auto& n = pool.at(i);
     List& l = lists_[n.segment()];
+    TW_DCHECK(l.size != 0);
     if (n.prev != kCacheNil) {
       pool.at(n.prev).next = n.next;
     } else {

@@ -1,6 +1,14 @@
 // A cache shard's entries: a pool of fixed-size nodes addressed by 32-bit
 // index, allocated in chunks so that growing never moves a node or doubles
 // the memory, and reusing freed nodes before growing.
+//
+// Why a second pool beside the wheel's EntryPool (wheel/entry_pool.h): a
+// shard needs less. It works under the shard's lock, owns its nodes
+// (constructs and destroys key and value, makes the buckets' sentinels)
+// and gives its memory back only when the shard is empty (MaybeRelease in
+// cache_impl.h). EntryPool's shrink in bounded steps, with the owner
+// relocating live entries, its slabs and its free marks kept in the
+// entries' links are machinery a shard would never run.
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_POOL_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_POOL_H_
 
@@ -11,6 +19,9 @@
 #include <new>
 #include <utility>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "timingwheel/internal/base/check.h"
 
 namespace timingwheel {
 namespace internal {
@@ -55,6 +66,9 @@ struct CacheNode {
     tag = (tag & kTtlMask) | (static_cast<std::uint64_t>(s) << 62);
   }
   K& key() { return *std::launder(reinterpret_cast<K*>(key_storage)); }
+  const K& key() const {
+    return *std::launder(reinterpret_cast<const K*>(key_storage));
+  }
   V& value() { return *std::launder(reinterpret_cast<V*>(value_storage)); }
 };
 
@@ -107,6 +121,7 @@ class CachePool {
   // list.
   void Free(std::uint32_t i) {
     Node& n = at(i);
+    TW_DCHECK(n.deadline != Node::kFree);  // not freed twice
     if (n.is_entry()) {
       n.key().~K();
       n.value().~V();
@@ -132,10 +147,35 @@ class CachePool {
     free_ = kCacheNil;
   }
 
+  // The first broken invariant, or OK: the chunks hold the extent; the free
+  // list holds exactly the free nodes (deadline kFree), each once, all
+  // below the extent. O(extent); for tests and checking builds.
+  absl::Status CheckInvariants() const {
+    TW_INVARIANT(chunks_.size() == (std::size_t{extent_} + kChunk - 1) / kChunk,
+                 "CachePool: ", chunks_.size(), " chunks for ", extent_,
+                 " nodes");
+    std::vector<bool> listed(extent_);
+    for (std::uint32_t i = free_; i != kCacheNil; i = at(i).next) {
+      TW_INVARIANT(i < extent_, "CachePool: free list holds ", i,
+                   ", not below the extent ", extent_);
+      TW_INVARIANT(at(i).deadline == Node::kFree, "CachePool: free list ",
+                   "holds node ", i, ", in use");
+      TW_INVARIANT(!listed[i], "CachePool: node ", i,
+                   " is on the free list twice");
+      listed[i] = true;
+    }
+    for (std::uint32_t i = 0; i < extent_; ++i) {
+      TW_INVARIANT(listed[i] || at(i).deadline != Node::kFree,
+                   "CachePool: free node ", i, " is not on the free list");
+    }
+    return absl::OkStatus();
+  }
+
  private:
   std::uint32_t Take() {
     if (free_ != kCacheNil) {
       const std::uint32_t i = free_;
+      TW_DCHECK(at(i).deadline == Node::kFree);
       free_ = at(i).next;
       at(i).next = kCacheNil;
       return i;

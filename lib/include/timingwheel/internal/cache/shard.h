@@ -7,9 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "timingwheel/internal/base/check.h"
+#include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/cache/flight.h"
 #include "timingwheel/internal/cache/index.h"
 #include "timingwheel/internal/cache/policy.h"
@@ -18,28 +22,125 @@
 namespace timingwheel {
 namespace internal {
 
-// Everything here is guarded by mu except the counters, which are relaxed
+// Everything here is guarded by mu except id and capacity, set by the
+// constructor and only read after, and the counters, which are relaxed
 // atomics written under mu and read by stats() and size() without it.
 // Aligned to a cache line so shards do not share one.
 template <typename K, typename V, typename Hash, typename Eq>
 struct alignas(64) CacheShard {
   using Pool = CachePool<K, V>;
 
-  CacheShard(const Hash& hash, const Eq& eq) : flights(0, hash, eq) {}
+  // Shard number `shard_id`, for at most `max_entries` entries (0 =
+  // unbounded).
+  CacheShard(const Hash& hash, const Eq& eq, std::uint32_t shard_id,
+             std::size_t max_entries)
+      : id(shard_id), capacity(max_entries), flights(0, hash, eq) {
+    if (max_entries != 0) policy.Reset(max_entries);
+  }
 
-  std::mutex mu;
-  Pool pool;
-  CacheIndex index;
-  CachePolicy<K, V> policy;
-  std::uint32_t id = 0;                // this shard's number
-  std::size_t capacity = 0;            // 0 = unbounded (the policy is not used)
-  std::uint32_t last_hit = kCacheNil;  // the shard's most recently hit node
+  // The first broken invariant, or OK: the pool's, the index's and (when
+  // bounded) the policy's own, and across them: the index holds exactly
+  // the entry nodes, size of them, each found by a lookup of its key under
+  // hash_of(key).tag, in this shard (hash_of(key).shard); each bucket's
+  // list is circular through its sentinel (a node of its own, one per
+  // bucket), and an entry is in one bucket's list at most, its links reset
+  // when in none; unbounded, no entry is in a policy list; last_hit is an
+  // entry or none. O(nodes + index slots); for tests and checking builds.
+  template <typename HashOf>
+  absl::Status CheckInvariants(const HashOf& hash_of, const Eq& eq) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    TW_RETURN_IF_ERROR(pool.CheckInvariants());
+    TW_RETURN_IF_ERROR(index.CheckInvariants());
+    const std::uint32_t extent = pool.extent();
+    std::size_t entries = 0, sentinels = 0;
+    for (std::uint32_t i = 0; i < extent; ++i) {
+      const auto& n = pool.at(i);
+      if (n.deadline == Pool::Node::kSentinel) ++sentinels;
+      if (!n.is_entry()) continue;
+      ++entries;
+      const auto h = hash_of(n.key());
+      TW_INVARIANT(h.shard == id, "CacheShard ", id, ": node ", i,
+                   " belongs in shard ", h.shard);
+      const std::uint32_t found = index.Find(h.tag, [&](std::uint32_t j) {
+        mu.AssumeHeld();  // called by Find, under the lock
+        return j < extent && pool.at(j).is_entry() &&
+               eq(pool.at(j).key(), n.key());
+      });
+      TW_INVARIANT(found == i, "CacheShard ", id, ": a lookup of the key of ",
+                   "node ", i, " finds ", found);
+      TW_INVARIANT(
+          capacity != 0 || (n.prev == kCacheNil && n.next == kCacheNil),
+          "CacheShard ", id, ": unbounded, yet node ", i,
+          " is in a policy list");
+      TW_INVARIANT((n.enext == kCacheNil) == (n.eprev == kCacheNil),
+                   "CacheShard ", id, ": node ", i, " is half in a bucket");
+    }
+    TW_INVARIANT(entries == index.size() &&
+                     entries == size.load(std::memory_order_relaxed),
+                 "CacheShard ", id, ": ", entries, " entries, ", index.size(),
+                 " in the index, size ", size.load(std::memory_order_relaxed));
+    TW_INVARIANT(sentinels == buckets.size(), "CacheShard ", id, ": ",
+                 sentinels, " sentinels for ", buckets.size(), " buckets");
+    std::vector<bool> filed(extent);
+    std::size_t in_buckets = 0;
+    for (const auto& bucket : buckets) {
+      const std::int64_t tick = bucket.first;
+      const std::uint32_t sentinel = bucket.second;
+      TW_INVARIANT(sentinel < extent &&
+                       pool.at(sentinel).deadline == Pool::Node::kSentinel,
+                   "CacheShard ", id, ": bucket ", tick, "'s sentinel ",
+                   sentinel, " is not one");
+      std::uint32_t prev = sentinel;
+      for (std::uint32_t i = pool.at(sentinel).enext; i != sentinel;
+           i = pool.at(i).enext) {
+        TW_INVARIANT(i < extent && pool.at(i).is_entry(), "CacheShard ", id,
+                     ": bucket ", tick, " links node ", i,
+                     ", not an entry");
+        TW_INVARIANT(pool.at(i).eprev == prev, "CacheShard ", id, ": node ",
+                     i, " of bucket ", tick, " links back to ",
+                     pool.at(i).eprev, ", not ", prev);
+        TW_INVARIANT(!filed[i], "CacheShard ", id, ": node ", i,
+                     " is in two buckets, or twice in bucket ", tick);
+        filed[i] = true;
+        ++in_buckets;
+        prev = i;
+      }
+      TW_INVARIANT(pool.at(sentinel).eprev == prev, "CacheShard ", id,
+                   ": bucket ", tick, "'s sentinel links back to ",
+                   pool.at(sentinel).eprev, ", not ", prev);
+    }
+    std::size_t linked = 0;
+    for (std::uint32_t i = 0; i < extent; ++i) {
+      linked += pool.at(i).is_entry() && pool.at(i).enext != kCacheNil;
+    }
+    TW_INVARIANT(linked == in_buckets, "CacheShard ", id, ": ", linked,
+                 " entries linked into buckets, ", in_buckets,
+                 " reached from them");
+    TW_INVARIANT(last_hit == kCacheNil ||
+                     (last_hit < extent && pool.at(last_hit).is_entry()),
+                 "CacheShard ", id, ": last hit ", last_hit,
+                 " is not an entry");
+    if (capacity != 0) {
+      TW_RETURN_IF_ERROR(policy.CheckInvariants(pool, entries, capacity));
+    }
+    return absl::OkStatus();
+  }
+
+  Mutex mu;
+  Pool pool ABSL_GUARDED_BY(mu);
+  CacheIndex index ABSL_GUARDED_BY(mu);
+  CachePolicy<K, V> policy ABSL_GUARDED_BY(mu);
+  const std::uint32_t id;      // this shard's number
+  const std::size_t capacity;  // 0 = unbounded (the policy is not used)
+  // The shard's most recently hit node.
+  std::uint32_t last_hit ABSL_GUARDED_BY(mu) = kCacheNil;
   // Expiry buckets: tick -> sentinel node of the circular list of entries
   // filed under that tick. A bucket exists exactly while its wheel timer is
   // pending or running.
-  std::unordered_map<std::int64_t, std::uint32_t> buckets;
+  std::unordered_map<std::int64_t, std::uint32_t> buckets ABSL_GUARDED_BY(mu);
   // Loads in flight (GetOrLoad), by key; empty but for misses being loaded.
-  std::unordered_map<K, std::shared_ptr<CacheFlight<V>>, Hash, Eq> flights;
+  std::unordered_map<K, std::shared_ptr<CacheFlight<V>>, Hash, Eq> flights
+      ABSL_GUARDED_BY(mu);
 
   std::atomic<std::size_t> size{0};
   std::atomic<std::uint64_t> hits{0}, misses{0}, expired{0}, evicted{0};

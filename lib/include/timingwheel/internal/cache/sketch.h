@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "timingwheel/internal/base/hash.h"
+
 namespace timingwheel {
 namespace internal {
 
@@ -59,10 +61,7 @@ class CacheFrequencySketch {
  private:
   static std::uint64_t Mix(std::uint64_t x, int i) {
     // splitmix64's finalizer over a per-row seed: four independent rows.
-    x += 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(i + 1);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
+    return MixHash(x + kGoldenRatio64 * static_cast<std::uint64_t>(i + 1));
   }
   // Which of the word's 16 counters: bits the word index does not use.
   static int Counter(std::uint64_t h) { return static_cast<int>(h >> 60); }

@@ -20,9 +20,9 @@ namespace internal {
 // entry of i + d and the index lines of i + 2d are on their way. Each stage
 // only prefetches what the next one will read; the commands still take
 // effect strictly in order, so the result is that of applying them one by
-// one. (A stage fetching the neighbours an unlink writes cost more than it
-// saved: it must read the entry to find them, and most moves and removes
-// unlink nothing. docs/design-notes.md.)
+// one. (No stage fetches the neighbours an unlink writes: it would have to
+// read the entry to find them, and most moves and removes unlink nothing,
+// so it would cost more than it saves. docs/design.md.)
 template <typename K, typename V, typename Hash, typename Eq>
 class ApplyPipeline {
  public:
@@ -42,7 +42,7 @@ class ApplyPipeline {
   // is handed to other(command) at its turn. Flattened: the wheel's
   // per-command code is inlined whole (its cold paths are noinline), so
   // that the inliner's size limits, which unrelated edits shift, do not set
-  // the loop's cost per command (docs/design-notes.md).
+  // the loop's cost per command (docs/design.md).
   template <typename Other>
   [[gnu::flatten]] void Apply(Cmd* commands, std::size_t n, Stats& counts,
                               Other&& other) {

@@ -24,7 +24,7 @@ namespace internal {
 
 // Bigger blocks than moodycamel's default 32: a producer allocates and
 // indexes a block every 256 commands instead of every 32, which is most of
-// an enqueue's cost with small commands (docs/design-notes.md).
+// an enqueue's cost with small commands (docs/design.md).
 struct CommandQueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
   static constexpr std::size_t BLOCK_SIZE = 256;
 };
@@ -128,7 +128,7 @@ class CommandQueue {
   // that has just emptied the queue while commands are still flowing: an
   // announced sleep would cost a futex wake per command once the consumer
   // outruns its producers, and spinning instead would burn a core at
-  // moderate rates (docs/design-notes.md). A producer refused for
+  // moderate rates (docs/design.md). A producer refused for
   // max_pending ends the nap, so that a tight bound is not met by refusals
   // for a whole nap.
   void Nap(absl::Duration nap) { wakeup_.Nap(nap); }

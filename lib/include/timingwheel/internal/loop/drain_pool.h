@@ -1,4 +1,11 @@
 // The threads that run Drain's fn.
+//
+// Why apart from ExecutePool (execute_pool.h), which it resembles in shape:
+// that pool serves an endless stream of fired timers from the loop, through
+// a queue, on threads that live as long as the wheel; this one serves one
+// Drain call at a time, synchronously, on a fixed vector that its workers
+// claim through an atomic cursor, on threads started only by a first Drain.
+// What they could share is starting and naming threads.
 #ifndef TIMINGWHEEL_INTERNAL_LOOP_DRAIN_POOL_H_
 #define TIMINGWHEEL_INTERNAL_LOOP_DRAIN_POOL_H_
 
@@ -8,12 +15,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/loop/callback_scope.h"
 #include "timingwheel/internal/loop/loop_stats.h"
 #include "timingwheel/internal/loop/thread_name.h"
@@ -50,18 +58,18 @@ class DrainPool {
   // after Shutdown.
   void Run(Entries& entries, const Fn& fn) {
     if (entries.empty()) return;
-    std::lock_guard<std::mutex> one_at_a_time(run_mu_);
+    MutexLock one_at_a_time(run_mu_);
     Job job{&entries, &fn};
     if (!StartThreads()) {
       Work(job);
       return;
     }
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     job_ = &job;
     ++generation_;
     busy_ = threads_.size();
     work_.notify_all();
-    done_.wait(lock, [this] { return busy_ == 0; });
+    while (busy_ != 0) lock.Wait(done_);
     job_ = nullptr;
   }
 
@@ -72,9 +80,9 @@ class DrainPool {
 
   // Joins the threads. Idempotent; not from a drain worker.
   void Shutdown() {
-    std::lock_guard<std::mutex> no_run(run_mu_);
+    MutexLock no_run(run_mu_);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     work_.notify_all();
@@ -92,8 +100,8 @@ class DrainPool {
     std::atomic<std::size_t> next{0};
   };
 
-  // Caller holds run_mu_. True if at least one thread runs.
-  bool StartThreads() {
+  // True if at least one thread runs.
+  bool StartThreads() ABSL_EXCLUSIVE_LOCKS_REQUIRED(run_mu_) {
     if (!threads_.empty()) return true;
     threads_.reserve(size_);
     for (int i = 0; i < size_; ++i) {
@@ -112,14 +120,14 @@ class DrainPool {
     for (;;) {
       Job* job;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_.wait(lock, [&] { return generation_ != seen || stopping_; });
+        MutexLock lock(mu_);
+        while (generation_ == seen && !stopping_) lock.Wait(work_);
         if (generation_ == seen) return;  // stopping
         seen = generation_;
         job = job_;
       }
       Work(*job);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (--busy_ == 0) done_.notify_all();
     }
   }
@@ -155,16 +163,18 @@ class DrainPool {
   const void* const owner_;
   LoopStats* const stats_;
 
-  std::mutex run_mu_;                 // held across a Run: one Drain at a time
-  std::vector<std::thread> threads_;  // started under run_mu_
+  Mutex run_mu_;  // held across a Run: one Drain at a time
+  // Started under run_mu_; its size is read by the workers, which run
+  // while a Run (another thread) holds run_mu_.
+  std::vector<std::thread> threads_;
 
-  std::mutex mu_;
-  std::condition_variable work_;        // workers: a new job, or stopping
-  std::condition_variable done_;        // Run: every worker left the job
-  Job* job_ = nullptr;                  // guarded by mu_
-  std::uint64_t generation_ = 0;        // guarded by mu_; one per job
-  std::size_t busy_ = 0;                // guarded by mu_; workers in the job
-  bool stopping_ = false;               // guarded by mu_
+  Mutex mu_;
+  std::condition_variable work_;  // workers: a new job, or stopping
+  std::condition_variable done_;  // Run: every worker left the job
+  Job* job_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // one per job
+  std::size_t busy_ ABSL_GUARDED_BY(mu_) = 0;  // workers in the job
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> abandoned_{false};  // see Abandon
 };
 

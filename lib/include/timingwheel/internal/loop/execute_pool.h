@@ -7,11 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/loop/callback_scope.h"
 #include "timingwheel/internal/loop/loop_stats.h"
 #include "timingwheel/internal/loop/thread_name.h"
@@ -30,8 +31,8 @@ namespace internal {
 //   up nothing but itself (docs/api.md S10) while the others carry on.
 // A lock is what ThreadSanitizer models exactly, so a program that links the
 // library runs clean under it with no suppression; a lock-free queue with
-// several consumers (moodycamel's, which this replaced) recycles blocks
-// after a release-only counter, which TSan reports as a race.
+// several consumers, such as moodycamel's, recycles blocks after a
+// release-only counter, which TSan reports as a race.
 template <typename K, typename V>
 class ExecutePool {
  public:
@@ -71,24 +72,27 @@ class ExecutePool {
     if (fired.empty()) return;
     const std::size_t n = fired.size();
     outstanding_.fetch_add(n, std::memory_order_relaxed);
+    bool abandoned;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (abandoned_) {
-        // No callback runs any more (Abandon): the values are dropped, not
-        // under the lock.
-        lock.unlock();
-        fired.clear();
-        Done(n);
-        return;
+      MutexLock lock(mu_);
+      abandoned = abandoned_;
+      if (!abandoned) {
+        if (head_ == queue_.size()) {
+          queue_.clear();
+          head_ = 0;
+          queue_.swap(fired);
+        } else {
+          for (Item& item : fired) queue_.push_back(std::move(item));
+          fired.clear();
+        }
       }
-      if (head_ == queue_.size()) {
-        queue_.clear();
-        head_ = 0;
-        queue_.swap(fired);
-      } else {
-        for (Item& item : fired) queue_.push_back(std::move(item));
-        fired.clear();
-      }
+    }
+    if (abandoned) {
+      // No callback runs any more (Abandon): the values are dropped, not
+      // under the lock.
+      fired.clear();
+      Done(n);
+      return;
     }
     if (n == 1 || take_all_) {
       work_.notify_one();
@@ -118,7 +122,7 @@ class ExecutePool {
   void Shutdown() {
     if (threads_.empty()) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     work_.notify_all();
@@ -142,7 +146,7 @@ class ExecutePool {
   void Abandon() {
     std::vector<Item> dropped;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       abandoned_ = true;
       for (; head_ < queue_.size(); ++head_) {
         dropped.push_back(std::move(queue_[head_]));
@@ -180,10 +184,10 @@ class ExecutePool {
     std::vector<Item> taken;
     for (;;) {
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_.wait(lock, [this] {
-          return (head_ < queue_.size() && !abandoned_) || stopping_;
-        });
+        MutexLock lock(mu_);
+        while (!((head_ < queue_.size() && !abandoned_) || stopping_)) {
+          lock.Wait(work_);
+        }
         // Stopping with nothing left, or abandoned.
         if (head_ == queue_.size() || abandoned_) break;
         if (take_all_) {
@@ -239,12 +243,13 @@ class ExecutePool {
   const std::function<void()> on_idle_;
   const bool take_all_;  // one worker: it takes all that is queued
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable work_;
-  std::vector<Item> queue_;  // guarded by mu_; items before head_ are taken
-  std::size_t head_ = 0;     // guarded by mu_
-  bool stopping_ = false;    // guarded by mu_
-  bool abandoned_ = false;   // guarded by mu_: see Abandon
+  // Items before head_ are taken.
+  std::vector<Item> queue_ ABSL_GUARDED_BY(mu_);
+  std::size_t head_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;  // see Abandon
 
   alignas(64) std::atomic<std::uint64_t> outstanding_{0};  // submitted, not run
   std::vector<std::thread> threads_;

@@ -5,10 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
+#include "timingwheel/internal/base/mutex.h"
 
 namespace timingwheel {
 namespace internal {
@@ -22,7 +23,7 @@ class Wakeup {
   void Notify() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_relaxed)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       signaled_ = true;
       cv_.notify_one();
     }
@@ -34,8 +35,8 @@ class Wakeup {
     sleeping_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!has_work()) {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!signaled_) cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout));
+      MutexLock lock(mu_);
+      if (!signaled_) lock.WaitFor(cv_, absl::ToChronoNanoseconds(timeout));
       signaled_ = false;
     }
     sleeping_.store(false, std::memory_order_relaxed);
@@ -43,26 +44,26 @@ class Wakeup {
 
   // Sleeps up to `timeout` unannounced: Notify() does not end it, Wake() does.
   void Nap(absl::Duration timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!signaled_) cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout));
+    MutexLock lock(mu_);
+    if (!signaled_) lock.WaitFor(cv_, absl::ToChronoNanoseconds(timeout));
     signaled_ = false;
   }
 
   // Ends a Sleep or a Nap in progress, or the next one to start. Takes the
   // lock: for rare events (a full queue, Stop).
   void Wake() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     signaled_ = true;
     cv_.notify_one();
   }
 
  private:
   std::atomic<bool> sleeping_{false};
-  // Standard primitives: ThreadSanitizer sees them even when the system's
-  // Abseil was built without it.
-  std::mutex mu_;
+  // Standard primitives (Mutex is a std::mutex): ThreadSanitizer sees them
+  // even when the system's Abseil was built without it.
+  Mutex mu_;
   std::condition_variable cv_;  // steady clock: immune to wall-clock jumps
-  bool signaled_ = false;       // guarded by mu_
+  bool signaled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace internal

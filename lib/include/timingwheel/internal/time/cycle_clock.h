@@ -11,8 +11,8 @@ namespace internal {
 // A deadline is the submission time plus the delay, and a timer must never
 // fire before it (api.md S1). Reading steady_clock (the vDSO's sequence
 // lock, scaling and a serialising counter read) costs a few times what the
-// counter alone does, and was a good part of a producer's whole call
-// (docs/design-notes.md): so producers read a bound instead.
+// counter alone does, a good part of a producer's whole call
+// (docs/design.md), so producers read a bound instead.
 //
 // Contract: NanosNotBefore() returns a time on steady_clock's epoch, in ns,
 // that is at least what steady_clock::now() would have returned at the

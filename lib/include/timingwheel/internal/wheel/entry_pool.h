@@ -1,5 +1,14 @@
 // The wheel's entries: a pool addressed by 32-bit index, whose memory
 // follows the live set.
+//
+// Why a second pool beside CachePool (cache/pool.h), also chunks addressed
+// by 32-bit index: this one gives memory back while the wheel runs. A
+// shrink relocates live entries with the owner's help, a bounded step a
+// round on the loop thread, and frees whole slabs from LargeAllocate; it
+// stores bytes for an Entry whose members the owner constructs, and keeps
+// its free marks and free list in the entries' own prev and next. A cache
+// shard's pool owns its nodes' keys and values and gives memory back only
+// when the shard is empty, under the shard's lock: none of that machinery.
 #ifndef TIMINGWHEEL_INTERNAL_WHEEL_ENTRY_POOL_H_
 #define TIMINGWHEEL_INTERNAL_WHEEL_ENTRY_POOL_H_
 
@@ -12,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/base/large_alloc.h"
 
 namespace timingwheel {
@@ -105,9 +116,11 @@ class EntryPool {
   std::uint32_t Allocate() {
     std::uint32_t i = free_head_;
     if (i != kNil) {
+      TW_DCHECK(At(i).prev == kFreeMark);
       free_head_ = At(i).next;
     } else if (scan_ == used_) {
       i = used_;
+      TW_DCHECK(i < capacity_);  // ReserveOne came first
       scan_ = used_ = i + 1;
     } else {
       i = AllocateLazy();
@@ -123,6 +136,7 @@ class EntryPool {
   void Free(std::uint32_t i, Entry& e) {
     static_assert(std::is_same_v<decltype(Entry::prev), std::uint32_t> &&
                   std::is_same_v<decltype(Entry::next), std::uint32_t>);
+    TW_DCHECK(i < used_ && e.prev != kFreeMark);  // not freed twice
     e.prev = kFreeMark;
     // Above scan_ the mark is enough: the scan will find it.
     if (i < scan_) {
@@ -223,6 +237,51 @@ class EntryPool {
     }
     if (limit_ != kNoLimit) FinishShrink();
     return kNil;
+  }
+
+  // The first of the invariants stated at the members below that does not
+  // hold, or OK: chunks and capacity agree; scan_ <= used_ <= capacity_;
+  // during a shrink scan_ <= limit_ <= top_ <= used_ and [top_, used_) is
+  // free; the free list holds exactly the free indices below scan_, each
+  // once; live + free = handed out. O(indices handed out); for tests and
+  // checking builds.
+  absl::Status CheckInvariants() const {
+    TW_INVARIANT(capacity_ == std::min<std::size_t>(
+                                  chunks_.size() * kChunkSize, kMaxEntries),
+                 "EntryPool: capacity ", capacity_, " for ", chunks_.size(),
+                 " chunks");
+    TW_INVARIANT(scan_ <= used_ && used_ <= capacity_, "EntryPool: scan ",
+                 scan_, ", used ", used_, ", capacity ", capacity_);
+    if (limit_ != kNoLimit) {
+      TW_INVARIANT(scan_ <= limit_ && limit_ < used_ && limit_ <= top_ &&
+                       top_ <= used_ && limit_ % kChunkSize == 0,
+                   "EntryPool: shrinking with scan ", scan_, ", limit ",
+                   limit_, ", top ", top_, ", used ", used_);
+      for (std::uint32_t i = top_; i < used_; ++i) {
+        TW_INVARIANT(At(i).prev == kFreeMark, "EntryPool: index ", i,
+                     " at or above top ", top_, " is live");
+      }
+    }
+    std::vector<bool> listed(used_);
+    for (std::uint32_t i = free_head_; i != kNil; i = At(i).next) {
+      TW_INVARIANT(i < scan_, "EntryPool: free list holds index ", i,
+                   ", not below scan ", scan_);
+      TW_INVARIANT(At(i).prev == kFreeMark, "EntryPool: free list holds ",
+                   "live index ", i);
+      TW_INVARIANT(!listed[i], "EntryPool: index ", i,
+                   " is on the free list twice");
+      listed[i] = true;
+    }
+    std::uint32_t free = 0;
+    for (std::uint32_t i = 0; i < used_; ++i) {
+      if (At(i).prev != kFreeMark) continue;
+      ++free;
+      TW_INVARIANT(i >= scan_ || listed[i], "EntryPool: free index ", i,
+                   " below scan ", scan_, " is not on the free list");
+    }
+    TW_INVARIANT(std::uint64_t{live_} + free == used_, "EntryPool: ", live_,
+                 " live + ", free, " free indices, ", used_, " handed out");
+    return absl::OkStatus();
   }
 
  private:
@@ -353,6 +412,7 @@ class EntryPool {
         std::min<std::size_t>(chunks_.size() * kChunkSize, kMaxEntries));
   }
 
+  // Invariants (CheckInvariants checks them):
   // Indices [0, used_) have been handed out; each is live or free (marked).
   // The free list holds exactly the free indices below scan_; those in the
   // lazy region [scan_, used_) are only marked, and Allocate looks for

@@ -1,4 +1,17 @@
 // The wheel's key -> entry map: open addressing over (hash, entry) words.
+//
+// Why a second table beside CacheIndex (cache/index.h), the same kind: the
+// wheel needs what a cache shard does not. Every call does bounded work on
+// the loop thread, so a resize moves the words to a new table in steps,
+// with two tables live and tombstones in the old one; Prefetch fetches the
+// lines a lookup will read, for the apply pipeline; homes are the top bits
+// of a product, so a migration runs in position order; big tables come from
+// LargeAllocate and go back in pieces. A cache shard's index works under the
+// shard's lock and may rehash at once, so it does without all of that.
+//
+// Why over 450 lines: one class whose every method follows the resize
+// protocol (which table, which phase, where the cursor is); split, a reader
+// must hold both files to check any one method.
 #ifndef TIMINGWHEEL_INTERNAL_WHEEL_KEY_INDEX_H_
 #define TIMINGWHEEL_INTERNAL_WHEEL_KEY_INDEX_H_
 
@@ -9,6 +22,9 @@
 #include <cstring>
 #include <new>
 
+#include "absl/status/status.h"
+#include "timingwheel/internal/base/check.h"
+#include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/base/large_alloc.h"
 #include "timingwheel/internal/base/prefetch.h"
 
@@ -33,7 +49,7 @@ namespace internal {
 // line of a probe group that spans two or three, so most lookups still
 // waited for a miss. Here a key's words start at one known position, so
 // Prefetch can fetch the lines that a lookup, and an erase's shift after
-// it, mostly read. (docs/design-notes.md has the measurements.)
+// it, mostly read. (docs/design.md has the measurements.)
 //
 // Layout: one array of 8-byte words, hash << 32 | entry, empty = all ones;
 // linear probing from home(hash); deletion shifts later words back, so there
@@ -198,6 +214,7 @@ class KeyIndex {
   // Makes the word at `pos` (a position Find returned) name `entry`, keeping
   // its hash: for when the entry moves in the pool.
   void SetEntryAt(std::size_t pos, std::uint32_t entry) {
+    TW_DCHECK(pos != kAbsent && IsLive(WordAt(pos)));
     std::uint64_t& w = WordAt(pos);
     w = (w & ~std::uint64_t{0xFFFFFFFF}) | entry;
   }
@@ -231,6 +248,7 @@ class KeyIndex {
   // called ReserveOneMore.
   // O(1) after a FindBeforeInsert that missed, else a walk of the run.
   void Insert(std::uint32_t hash, std::uint32_t entry) {
+    TW_DCHECK(size_ < capacity());  // ReserveOneMore came first
     const std::uint64_t w = std::uint64_t{hash} << 32 | entry;
     if (insert_at_ != kAbsent && insert_hash_ == hash &&
         words_[insert_at_] == kEmpty) [[likely]] {
@@ -246,6 +264,7 @@ class KeyIndex {
   // words after it that probed past it; in the old table of a resize it
   // leaves a tombstone instead.
   void EraseAt(std::size_t pos) {
+    TW_DCHECK(pos != kAbsent && IsLive(WordAt(pos)));
     --size_;
     if (pos & kOldTable) [[unlikely]] {
       old_[pos ^ kOldTable] = kTombstone;
@@ -411,7 +430,109 @@ class KeyIndex {
   // given back (see ReleasesOld); 0 outside a migration.
   std::size_t OldWordsGivenBack() const { return released_; }
 
+  // The first broken invariant, or OK. Those of the class comment and the
+  // members below: the tables, masks and shifts agree; at most one resize
+  // phase is under way, its cursor within its table; no tombstone outside
+  // the old table; size() counts the live words of both tables and stays
+  // within the load that capacity() states; every live word is reached by
+  // a lookup of its hash (the run from its home holds no empty word before
+  // it; in the old table, the walk from where a lookup starts there); the
+  // entries named are below 2^31; the words from insert_hash_'s home up to
+  // insert_at_ are full. O(capacity), plus a walk per old-table word; for
+  // tests and checking builds.
+  absl::Status CheckInvariants() const {
+    const std::size_t cap = capacity();
+    TW_INVARIANT(
+        cap == 0 || (std::has_single_bit(cap) && shift_ == ShiftFor(cap)),
+        "KeyIndex: capacity ", cap, " with shift ", shift_);
+    TW_INVARIANT(std::has_single_bit(min_capacity_) && min_capacity_ >= 8,
+                 "KeyIndex: floor ", min_capacity_);
+    TW_INVARIANT(next_ == nullptr || old_ == nullptr,
+                 "KeyIndex: in both phases of a resize");
+    if (next_ != nullptr) {
+      TW_INVARIANT(std::has_single_bit(next_capacity_) &&
+                       cursor_ <= next_capacity_ &&
+                       (growing_ ? next_capacity_ == 2 * cap
+                                 : next_capacity_ < cap),
+                   "KeyIndex: phase 1 from ", cap, " to ", next_capacity_,
+                   " words, cursor ", cursor_, growing_ ? " (growth)" : "");
+    } else if (old_ != nullptr) {
+      TW_INVARIANT(cursor_ <= OldCapacity() && released_ <= cursor_ &&
+                       old_shift_ == ShiftFor(OldCapacity()),
+                   "KeyIndex: phase 2 from ", OldCapacity(),
+                   " words, cursor ", cursor_, ", given back ", released_);
+    } else {
+      TW_INVARIANT(cursor_ == 0 && !growing_ && insert_step_ == 0,
+                   "KeyIndex: no resize, yet cursor ", cursor_,
+                   ", insert step ", insert_step_);
+    }
+    TW_INVARIANT(step_at_ == (insert_step_ != 0 ? 0 : GrowAt(cap)),
+                 "KeyIndex: slow path from size ", step_at_,
+                 " with insert step ", insert_step_, " at capacity ", cap);
+    std::size_t live = 0;
+    if (cap != 0) {
+      // From just after an empty word, so that every run is seen whole.
+      std::size_t start = 0;
+      while (start < cap && words_[start] != kEmpty) ++start;
+      TW_INVARIANT(start < cap, "KeyIndex: no empty word in ", cap);
+      std::size_t run_start = (start + 1) & mask_;
+      for (std::size_t k = 1; k <= cap; ++k) {
+        const std::size_t i = (start + k) & mask_;
+        const std::uint64_t w = words_[i];
+        if (w == kEmpty) {
+          run_start = (i + 1) & mask_;
+          continue;
+        }
+        ++live;
+        TW_INVARIANT(w != kTombstone, "KeyIndex: tombstone at ", i);
+        TW_INVARIANT(EntryOf(w) < 0x80000000u, "KeyIndex: word at ", i,
+                     " names entry ", EntryOf(w));
+        const std::size_t home = Home(HashOf(w));
+        TW_INVARIANT(((i - home) & mask_) <= ((i - run_start) & mask_),
+                     "KeyIndex: word at ", i, " (home ", home,
+                     ") lies past an empty word after its home");
+      }
+    }
+    std::size_t old_live = 0;
+    for (std::size_t i = cursor_; i < OldCapacity(); ++i) {
+      const std::uint64_t w = old_[i];
+      if (!IsLive(w)) continue;
+      ++old_live;
+      TW_INVARIANT(EntryOf(w) < 0x80000000u, "KeyIndex: old word at ", i,
+                   " names entry ", EntryOf(w));
+      // FindOld's walk.
+      std::size_t j = OldStart(HashOf(w));
+      for (std::size_t n = OldCapacity() - cursor_;
+           j != i && n != 0 && old_[j] != kEmpty; --n) {
+        j = j == old_mask_ ? cursor_ : j + 1;
+      }
+      TW_INVARIANT(j == i, "KeyIndex: old word at ", i,
+                   " is out of its lookup's reach");
+    }
+    TW_INVARIANT(old_live == old_live_, "KeyIndex: ", old_live,
+                 " live old words, counted ", old_live_);
+    TW_INVARIANT(live + old_live == size_, "KeyIndex: ", live, " + ",
+                 old_live, " live words, size ", size_);
+    // size() <= capacity() * 3/4, except in a growth's phase 1: < 25/32.
+    TW_INVARIANT(next_ != nullptr && growing_ ? size_ * 32 < cap * 25
+                                              : size_ <= GrowAt(cap),
+                 "KeyIndex: ", size_, " words in ", cap);
+    if (insert_at_ != kAbsent) {
+      TW_INVARIANT(insert_at_ < cap, "KeyIndex: insert position ", insert_at_,
+                   " in ", cap);
+      for (std::size_t i = Home(insert_hash_); i != insert_at_;
+           i = (i + 1) & mask_) {
+        TW_INVARIANT(words_[i] != kEmpty, "KeyIndex: empty word at ", i,
+                     " before the insert position ", insert_at_);
+      }
+    }
+    return absl::OkStatus();
+  }
+
  private:
+  // Tests break an index through it, to see CheckInvariants catch it.
+  friend class WheelTestPeer;
+
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
   // No real word takes this value: its entry would be 2^32 - 2.
   static constexpr std::uint64_t kTombstone = kEmpty - 1;
@@ -438,12 +559,12 @@ class KeyIndex {
   // The size at which a table of `capacity` words is full: load 3/4.
   static std::size_t GrowAt(std::size_t capacity) { return capacity / 4 * 3; }
 
-  // Fibonacci hashing: the top bits of hash * 2^64/phi, so that a weak user
-  // hash (std::hash of an integer is the integer) still spreads; and a
-  // table twice as large splits each home in two, in order.
+  // Fibonacci hashing (base/hash.h): the top bits of hash * 2^64/phi, so
+  // that a weak user hash (std::hash of an integer is the integer) still
+  // spreads; and a table twice as large splits each home in two, in order.
   std::size_t Home(std::uint32_t hash) const { return HomeIn(hash, shift_); }
   static std::size_t HomeIn(std::uint32_t hash, int shift) {
-    return static_cast<std::size_t>((hash * 0x9E3779B97F4A7C15ull) >> shift);
+    return FibonacciHome(hash, shift);
   }
   static int ShiftFor(std::size_t capacity) {
     return 64 - std::countr_zero(capacity);
@@ -596,10 +717,10 @@ class KeyIndex {
   // Whether the old table's pages go back as the cursor passes them: always
   // for a shrink, which gives the table back anyway, and for a growth from
   // kReleaseGrowthFrom words, where freeing the table whole could stop the
-  // caller for a millisecond or more (when it is its own mapping, as blocks
-  // that large mostly are; docs/design-notes.md). Smaller tables freed by a
-  // growth go back to malloc whole: cheap enough, and warm for malloc's
-  // next user when they came from its heap.
+  // caller for as long as unmapping all of it takes (when it is its own
+  // mapping, as blocks that large mostly are; docs/design.md). Smaller
+  // tables freed by a growth go back to malloc whole: cheap enough, and
+  // warm for malloc's next user when they came from its heap.
   bool ReleasesOld() const {
     return !growing_ || OldCapacity() >= kReleaseGrowthFrom;
   }
@@ -666,6 +787,8 @@ class KeyIndex {
     LargeFree(words, capacity * sizeof(std::uint64_t), alignof(std::uint64_t));
   }
 
+  // The members and what holds of them (CheckInvariants checks it).
+  //
   // Where Insert puts a word under insert_hash_ without a walk (see
   // FindBeforeInsert), or kAbsent. Only puts fill words_ meanwhile, so the
   // words from that hash's home up to it stay full; whatever empties a word
@@ -689,7 +812,8 @@ class KeyIndex {
   // The resize under way (if any) is a growth.
   bool growing_ = false;
   // Phase 2: the table moved away from, live from cursor_ on, its pages
-  // given back below released_.
+  // given back below released_. Its fields mirror the current table's
+  // above: a resize holds two tables of one layout.
   std::uint64_t* old_ = nullptr;
   std::size_t old_mask_ = 0;
   int old_shift_ = 64;

@@ -16,9 +16,9 @@ namespace internal {
 static_assert(kMaxTick < std::uint64_t{1} << 63);
 
 // A level's slots each span 2^shift ticks, and a rotation of the level is
-// 2^bits slots: exactly one slot of the level above (Kafka's overflow
-// wheels, tokio's levels). A tick's "slot number" on the level is
-// tick >> shift; its rotation, tick >> top() with top() = shift + bits.
+// 2^bits slots: exactly one slot of the level above. A tick's "slot
+// number" on the level is tick >> shift; its rotation, tick >> top() with
+// top() = shift + bits.
 //
 // The level holds two rotations: the one containing the current tick and
 // the next. So it has 2 * 2^bits physical slots, slot number a in physical
@@ -118,6 +118,20 @@ class Level {
 
   std::size_t MemoryBytes() const {
     return occupied_.capacity() * sizeof(std::uint64_t);
+  }
+
+  // The first marked slot at or after `start`, not going round, or kNone.
+  // Bits past slots() count too, so that a check sees a stray one. For
+  // Wheel::CheckInvariants. O(slots / 64).
+  std::int64_t NextMarked(std::uint32_t start) const {
+    std::size_t w = start >> 6;
+    if (w >= occupied_.size()) return kNone;
+    std::uint64_t bits = occupied_[w] & (~std::uint64_t{0} << (start & 63));
+    while (bits == 0) {
+      if (++w == occupied_.size()) return kNone;
+      bits = occupied_[w];
+    }
+    return static_cast<std::int64_t>(w * 64 + std::countr_zero(bits));
   }
 
   static constexpr std::int64_t kNone = -1;

@@ -1,11 +1,16 @@
 // The single-threaded keyed timing wheel. No threads, no clocks: time is a
 // tick count that only AdvanceTo moves, so it can be tested and fuzzed alone.
+//
+// Why over 450 lines: one class whose operations share one filing protocol
+// (draining slots, lazy moves, lazy removes: where an entry may be and when
+// it is filed again); its self-contained parts already live beside it
+// (Level, SlotLists, EntryPool, KeyIndex). Split, a reader must hold both
+// files to check any one operation.
 #ifndef TIMINGWHEEL_INTERNAL_WHEEL_WHEEL_H_
 #define TIMINGWHEEL_INTERNAL_WHEEL_WHEEL_H_
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -14,9 +19,12 @@
 #include <vector>
 
 #include "absl/hash/hash.h"
+#include "absl/status/status.h"
+#include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/wheel/entry_pool.h"
 #include "timingwheel/internal/wheel/key_index.h"
 #include "timingwheel/internal/wheel/level.h"
+#include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/base/manual_storage.h"
 #include "timingwheel/internal/base/prefetch.h"
 #include "timingwheel/internal/wheel/slot_lists.h"
@@ -45,11 +53,10 @@ namespace internal {
 // slot) already fits the finer levels' next rotation, so its timers can move
 // down during the span before it starts: Cascade does that a budget at a
 // time, and AdvanceTo finishes it on the tick before the slot starts at the
-// latest. tokio and Kafka move a coarse slot all at once on its first tick,
-// which stalls that tick for as long as the slot is full.
+// latest. Moving a coarse slot all at once on its first tick would stall
+// that tick for as long as the slot is full.
 //
-// Lazy moves (go-zero's "diff", tokio's registered deadline): moving a
-// timer later only rewrites its deadline; the entry stays in its slot,
+// Lazy moves: moving a timer later only rewrites its deadline; the entry stays in its slot,
 // which is processed no later than the old deadline, and is filed again
 // then. Moving earlier unlinks at once.
 //
@@ -59,7 +66,8 @@ namespace internal {
 // destroyed, marked kRemoved, and the scan of that slot frees it. The
 // unlink would write both neighbours, two more cache misses, for entries
 // the scan walks anyway. A timer filed on a coarse level unlinks at once,
-// so no removed entry lingers there (tokio had that leak). Which level an
+// so no removed entry lingers there: a coarse slot may be far off, and the
+// memory of every timer removed meanwhile would wait for it. Which level an
 // entry is on follows from its deadline and the draining slots (see
 // RemovesLazily), so neither sets nor moves pay for telling.
 //
@@ -131,10 +139,8 @@ class Wheel {
   std::uint64_t refiled() const { return refiled_; }
 
   // The hash every operation on `key` uses; compute it once per operation.
-  std::uint32_t HashOf(const K& key) const {
-    const std::uint64_t h = hash_(key);
-    return static_cast<std::uint32_t>(h ^ (h >> 32));
-  }
+  // Folded, not mixed: the index's FibonacciHome spreads it (base/hash.h).
+  std::uint32_t HashOf(const K& key) const { return FoldHash32(hash_(key)); }
 
   // Schedules `key` at tick `deadline`. A deadline at or before now() is
   // treated as now() + 1 (the next tick), one past kMaxTick as kMaxTick. A
@@ -361,7 +367,125 @@ class Wheel {
   // Bytes of one pooled entry.
   static constexpr std::size_t EntryBytes() { return sizeof(Entry); }
 
+  // The first broken invariant, or OK. The pool's and the index's own, and
+  // across the pieces:
+  // - every live entry is in exactly one slot list (reached once from the
+  //   heads), and a level marks exactly its non-empty slots;
+  // - removed entries (kRemoved) wait on level 0 only, removed_in_lists()
+  //   of them; the others are the index's size() timers, each found by a
+  //   lookup of its key, whose word names it (so every word names a live
+  //   entry whose key hashes to the word's hash);
+  // - a timer is due after now() (or at kMaxTick), in a slot of its level's
+  //   two rotations ahead of now() that starts no later than its deadline
+  //   (later moves are lazy); on a coarse level, not in a draining slot past
+  //   its drain deadline, nor where a remove would leave it in its list
+  //   (RemovesLazily);
+  // - RemovesLazily's note that nothing drains is true when it is current.
+  // O(pool + slots * kLanes), plus a lookup per timer; for tests and
+  // checking builds.
+  absl::Status CheckInvariants() const {
+    TW_RETURN_IF_ERROR(pool_.CheckInvariants());
+    TW_RETURN_IF_ERROR(index_.CheckInvariants());
+    TW_INVARIANT(now_ <= kMaxTick, "Wheel: now ", now_);
+    bool draining = false;
+    for (std::size_t l = 1; l < levels_.size(); ++l) {
+      draining |= levels_[l].DrainingSlot(now_) != Level::kNone;
+    }
+    TW_INVARIANT(drain_checked_at_ != now_ || !nothing_draining_ || !draining,
+                 "Wheel: noted that nothing drains at tick ", now_,
+                 ", yet a slot does");
+    std::vector<bool> seen;
+    std::size_t linked = 0, removed = 0, timers = 0;
+    for (std::size_t l = 0; l < levels_.size(); ++l) {
+      const Level& level = levels_[l];
+      const int shift = level.shift();
+      // The first slot number ahead of now_: a physical slot p holds slot
+      // number a, the one of the two rotations ahead that maps to it.
+      const std::uint64_t ahead = (now_ >> shift) + 1;
+      // The marked slots in order, and the runs of unmarked ones before
+      // each, which must be empty.
+      for (std::uint32_t from = 0;;) {
+        const std::int64_t marked = level.NextMarked(from);
+        TW_INVARIANT(marked < std::int64_t{level.slots()}, "Wheel: level ",
+                     l, " marks slot ", marked, " of ", level.slots());
+        const std::uint32_t p = marked == Level::kNone
+                                    ? level.slots()
+                                    : static_cast<std::uint32_t>(marked);
+        TW_INVARIANT(lists_.EmptySlots(level.first_slot() + from, p - from),
+                     "Wheel: an unmarked slot of level ", l, " in [", from,
+                     ", ", p, ") holds entries");
+        if (p == level.slots()) break;
+        from = p + 1;
+        const std::uint32_t slot = level.first_slot() + p;
+        TW_INVARIANT(!lists_.Empty(slot), "Wheel: slot ", p, " of level ", l,
+                     " is empty but marked");
+        const std::uint64_t a =
+            ahead + ((p - level.SlotOf(ahead)) & (level.slots() - 1));
+        auto visit = [&](std::uint32_t i) -> absl::Status {
+          if (i >= seen.size()) seen.resize(i + 1);
+          TW_INVARIANT(!seen[i], "Wheel: entry ", i, " is in two lists");
+          seen[i] = true;
+          ++linked;
+          const Entry& e = pool_.At(i);
+          if (e.deadline == kRemoved) {
+            TW_INVARIANT(l == 0, "Wheel: removed entry ", i,
+                         " waits on level ", l);
+            ++removed;
+            return absl::OkStatus();
+          }
+          ++timers;
+          const K& key = e.key.Get();
+          const std::size_t pos =
+              index_.Find(HashOf(key), [&](std::uint32_t j) {
+                return pool_.Holds(j) && pool_.InUse(j) &&
+                       pool_.At(j).deadline != kRemoved &&
+                       eq_(pool_.At(j).key.Get(), key);
+              });
+          TW_INVARIANT(pos != KeyIndex::kAbsent && index_.EntryAt(pos) == i,
+                       "Wheel: a lookup of the key of entry ", i,
+                       " does not find it");
+          TW_INVARIANT(e.deadline <= kMaxTick &&
+                           (e.deadline > now_ || e.deadline == kMaxTick),
+                       "Wheel: entry ", i, " is due at ", e.deadline,
+                       ", now is ", now_);
+          if (now_ == kMaxTick) return absl::OkStatus();  // nothing ahead
+          TW_INVARIANT(a <= e.deadline >> shift &&
+                           level.Holds(now_, a << shift),
+                       "Wheel: entry ", i, " due at ", e.deadline,
+                       " is in slot ", a, " of level ", l, ", now is ", now_);
+          if (l == 0) return absl::OkStatus();
+          TW_INVARIANT(a != ahead || now_ < level.DrainDeadline(now_),
+                       "Wheel: entry ", i, " is still in level ", l,
+                       "'s slot ", a, " at its drain deadline ", now_);
+          TW_INVARIANT(!InCurrentRotation(e.deadline) &&
+                           (!InCurrentRotation(e.deadline - num_slots()) ||
+                            draining),
+                       "Wheel: a remove would leave entry ", i, " of level ",
+                       l, " in its list");
+          return absl::OkStatus();
+        };
+        for (std::uint32_t lane = 0; lane < kLanes; ++lane) {
+          TW_RETURN_IF_ERROR(lists_.CheckLane(pool_, slot, lane, visit));
+        }
+      }
+    }
+    for (std::uint32_t i = 0; linked != pool_.Live() && pool_.Holds(i); ++i) {
+      TW_INVARIANT(!pool_.InUse(i) || (i < seen.size() && seen[i]),
+                   "Wheel: live entry ", i, " is in no list");
+    }
+    TW_INVARIANT(linked == pool_.Live(), "Wheel: ", linked,
+                 " entries in lists, ", pool_.Live(), " live");
+    TW_INVARIANT(removed == removed_in_lists_, "Wheel: ", removed,
+                 " removed entries in lists, counted ", removed_in_lists_);
+    TW_INVARIANT(timers == index_.size(), "Wheel: ", timers,
+                 " timers in lists, ", index_.size(), " in the index");
+    return absl::OkStatus();
+  }
+
  private:
+  // Tests break a wheel through it, to see CheckInvariants catch it.
+  friend class WheelTestPeer;
+
   struct Entry {
     std::uint64_t deadline;
     std::uint32_t prev;
@@ -450,7 +574,8 @@ class Wheel {
   // on level 0 unless it still waits in a coarse level's draining slot: so
   // when no level has one (Link never files into a draining slot, since the
   // level below holds its span, so that only changes as now_ moves). A few
-  // shifts, and a bit test per level once per tick.
+  // shifts, and a bit test per level once per tick. (CheckInvariants checks
+  // the filing this relies on, and Link the draining slots.)
   bool RemovesLazily(std::uint64_t deadline) {
     if (InCurrentRotation(deadline)) return true;
     // The next rotation: one rotation (num_slots ticks) earlier is now_'s.
@@ -489,6 +614,8 @@ class Wheel {
     const std::uint64_t deadline = e.deadline;
     Level& level = levels_[LevelFor(deadline)];
     const std::uint32_t slot = level.SlotOfTick(deadline);
+    // Never into a draining slot: the level below holds its span.
+    TW_DCHECK(&level == &levels_[0] || level.DrainingSlot(now_) != slot);
     lists_.Link(pool_, i, e, level.first_slot() + slot);
     level.Mark(slot);
   }
@@ -599,7 +726,7 @@ class Wheel {
         if (i == Pool::kNil) continue;
         any = true;
         Entry& e = pool_.At(i);
-        assert(e.deadline != kRemoved);  // level 0 only
+        TW_DCHECK(e.deadline != kRemoved);  // level 0 only
         cursor[l] = e.next;
         PrefetchIfEntry(cursor[l]);
         Link(i, e);
