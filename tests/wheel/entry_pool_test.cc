@@ -317,6 +317,45 @@ TEST(EntryPoolTest, NeverShrinkingBumpsAndReusesLastFreedFirst) {
   EXPECT_EQ(budget, 100u);
 }
 
+// Freed in scattered order (as timers fire: by deadline, not by allocation),
+// a pool that took in half its entries on the free list hands them out
+// again in ascending order, so the next burst's entries are dense; never
+// one twice, and none past the high-water mark while any is free.
+TEST(EntryPoolTest, ScatteredFreesAreReusedInAddressOrder) {
+  Pool pool;
+  const std::uint32_t n = 4 * kChunk;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    pool.ReserveOne();
+    ASSERT_EQ(pool.Allocate(), i);
+  }
+  std::vector<std::uint32_t> order(n);
+  for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
+  for (std::uint32_t i : order) pool.Free(i);
+  EXPECT_EQ(pool.Live(), 0u);
+  ASSERT_TRUE(pool.CheckInvariants().ok());
+  // Those freed before the reordering came off the list; the scan lists
+  // each as it passes, so all come back ascending.
+  for (std::uint32_t want = 0; want < n; ++want) {
+    pool.ReserveOne();
+    ASSERT_EQ(pool.Allocate(), want);
+  }
+  ASSERT_TRUE(pool.CheckInvariants().ok());
+
+  // Half freed at random, then refilled: ascending again, and only then
+  // new indices.
+  std::vector<std::uint32_t> half(order.begin(), order.begin() + n / 2);
+  for (std::uint32_t i : half) pool.Free(i);
+  std::sort(half.begin(), half.end());
+  for (std::uint32_t want : half) {
+    pool.ReserveOne();
+    ASSERT_EQ(pool.Allocate(), want);
+  }
+  pool.ReserveOne();
+  EXPECT_EQ(pool.Allocate(), n);
+  EXPECT_TRUE(pool.CheckInvariants().ok());
+}
+
 // The randomized differential test: inserts and removals in phases that
 // grow, hold or drain the live set, with shrinks started and stepped with
 // random budgets at random points, against the model.

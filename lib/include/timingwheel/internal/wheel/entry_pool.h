@@ -41,8 +41,19 @@ namespace internal {
 //
 // Allocating: ReserveOne (the only call that allocates memory or throws),
 // then Allocate; Free gives an index back. A freed index is handed out
-// again before a never-used one: last freed first, except that after a
-// shrink the pool may first look for free ones from low indices up.
+// again before a never-used one: last freed first while few are free, and
+// otherwise from low indices up (below, Reuse in address order).
+//
+// Reuse in address order. Timers fire in deadline order, not in the order
+// their entries were allocated, so a LIFO free list that a burst's firing
+// has filled names entries scattered over the whole pool: the next burst's
+// sets would each land on a random line and page, a cache and TLB miss
+// apiece, where a fresh pool hands them out in order. So once the list has
+// taken in half as many entries as were ever handed out, the pool drops it
+// and looks for free entries from index 0 up instead (the lazy region
+// below), which gives the next burst dense, ascending entries. The scan
+// reads each index once per reordering, and a reordering needs used_ / 2
+// frees first: at most two reads a free, in address order.
 //
 // Shrinking. The pool cannot move an entry (the owner's lists and key index
 // name it), so it gives memory back with the owner's help, a bounded step
@@ -142,6 +153,7 @@ class EntryPool {
     if (i < scan_) {
       e.next = free_head_;
       free_head_ = i;
+      if (++listed_ >= ReorderAfter()) Reorder();
     }
     --live_;
   }
@@ -156,6 +168,7 @@ class EntryPool {
     scan_ = 0;
     live_ = 0;
     limit_ = kNoLimit;
+    listed_ = 0;
   }
 
   // Bytes held: the chunks and their table.
@@ -200,6 +213,7 @@ class EntryPool {
     limit_ = end;
     free_head_ = kNil;
     scan_ = 0;
+    listed_ = 0;
     top_ = used_;
   }
 
@@ -313,6 +327,23 @@ class EntryPool {
     return c;
   }
 
+  // Frees listed since the last reordering that make the list worth
+  // dropping: half the indices handed out, and at least a chunk's worth, so
+  // that a small pool keeps its LIFO order (it fits in the cache anyway).
+  std::uint32_t ReorderAfter() const {
+    return std::max<std::uint32_t>(used_ / 2, kChunkSize);
+  }
+
+  // Drops the free list: every free index is marked, and the scan from 0
+  // finds them in address order. Not during a shrink, whose scan looks for
+  // kept indices already (in the same order).
+  [[gnu::noinline]] void Reorder() {
+    listed_ = 0;
+    if (limit_ != kNoLimit) return;
+    free_head_ = kNil;
+    scan_ = 0;
+  }
+
   // Looks at the lazy region [scan_, end) upward, one index per unit of
   // `budget`, and lists the first free entry it finds. Returns false if the
   // budget ran out or scan_ reached `end` first.
@@ -417,8 +448,9 @@ class EntryPool {
   // The free list holds exactly the free indices below scan_; those in the
   // lazy region [scan_, used_) are only marked, and Allocate looks for
   // them there once the list is empty. Normally scan_ == used_ and both
-  // grow together; StartShrink sets scan_ to 0, and the lazy region that
-  // opens lasts until the scan reaches used_, which may be after the shrink.
+  // grow together; StartShrink and Reorder set scan_ to 0, and the lazy
+  // region that opens lasts until the scan reaches used_, which may be after
+  // the shrink.
   //
   // During a shrink limit_ is the kept range's end and used_ > limit_ >=
   // scan_; relocation looks at indices below top_ (those in [top_, used_)
@@ -431,6 +463,7 @@ class EntryPool {
   std::uint32_t live_ = 0;
   std::uint32_t limit_ = kNoLimit;
   std::uint32_t top_ = 0;
+  std::uint32_t listed_ = 0;  // pushed on the free list since Reorder
 };
 
 }  // namespace internal
