@@ -146,6 +146,19 @@ TEST(ErrorsCreate, ExpectedTimersBeyondMemoryIsResourceExhausted) {
 }
 #endif
 
+TEST(ErrorsCreate, MemoryDecayMustNotBeNegative) {
+  Options negative;
+  negative.memory_decay = absl::Nanoseconds(-1);
+  EXPECT_EQ(CreateCode(negative), StatusCode::kInvalidArgument);
+  for (absl::Duration fine : {absl::ZeroDuration(), absl::Seconds(1),
+                              absl::Hours(24 * 365 * 1000),
+                              absl::InfiniteDuration()}) {
+    Options options;
+    options.memory_decay = fine;
+    EXPECT_EQ(CreateCode(options), StatusCode::kOk) << fine;
+  }
+}
+
 TEST(ErrorsCreate, ExpectedTimersMustBeInRange) {
   Options too_many;
   too_many.expected_timers = kMaxTimers + 1;

@@ -167,9 +167,11 @@ TEST(E9Memory, ARemovedTimersValueIsDestroyedAtOnce) {
 }
 
 // After 200,000 timers are removed the loop gives their memory back on its
-// own, between ticks.
+// own, between ticks, once Options::memory_decay has passed.
 TEST(E9Memory, FallsBackAfterMostTimersAreRemoved) {
-  ManualWheel w(512);
+  Options options = TestOptions();
+  options.memory_decay = absl::Milliseconds(50);
+  ManualWheel w(512, nullptr, options);
   constexpr int kTimers = 200'000;
   for (int k = 0; k < kTimers; ++k) {
     ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval * (10 + k / 100)).ok());
@@ -195,4 +197,52 @@ TEST(E9Memory, FallsBackAfterMostTimersAreRemoved) {
 }
 
 }  // namespace
+// E9: memory the wheel no longer needs stays for Options::memory_decay, so a
+// burst that comes back within it finds its memory resident; then it goes.
+TEST(E9Memory, StaysForTheDecayThenGoes) {
+  Options options = TestOptions();
+  options.memory_decay = absl::Milliseconds(1500);
+  ManualWheel w(512, nullptr, options);
+  constexpr int kTimers = 200'000;
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval * 1000).ok());
+  }
+  w.Tick();
+  const std::size_t peak = w.wheel().stats().memory_bytes;
+  const absl::Time removed = absl::Now();
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE(w.wheel().RemoveTimer(k).ok());
+  }
+  w.Tick();  // applied: the wheel is empty and wants to give memory back
+  ASSERT_EQ(w.wheel().stats().pending, 0u);
+  absl::SleepFor(absl::Milliseconds(300));
+  // Read before the decay could have passed, however slow this machine is.
+  const std::size_t during = w.wheel().stats().memory_bytes;
+  if (absl::Now() - removed < absl::Milliseconds(1400)) {
+    EXPECT_GE(during, peak / 2);
+  }
+  EXPECT_TRUE(
+      BecomesTrue([&] { return w.wheel().stats().memory_bytes <= peak / 10; }));
+}
+
+// E9: with memory_decay = InfiniteDuration the wheel keeps its memory.
+TEST(E9Memory, InfiniteDecayKeepsTheMemory) {
+  Options options = TestOptions();
+  options.memory_decay = absl::InfiniteDuration();
+  ManualWheel w(512, nullptr, options);
+  constexpr int kTimers = 100'000;
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval * 1000).ok());
+  }
+  w.Tick();
+  const std::size_t peak = w.wheel().stats().memory_bytes;
+  for (int k = 0; k < kTimers; ++k) {
+    ASSERT_TRUE(w.wheel().RemoveTimer(k).ok());
+  }
+  w.Tick();
+  absl::SleepFor(absl::Milliseconds(200));
+  w.Tick();
+  EXPECT_GE(w.wheel().stats().memory_bytes, peak / 2);
+}
+
 }  // namespace timingwheel

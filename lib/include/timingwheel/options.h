@@ -56,6 +56,13 @@ struct Options {
   // to 32 bytes a timer). The hint saves that work, and the two tables held
   // while a doubling is under way. A hint, not a limit.
   std::size_t expected_timers = 0;
+  // How long memory the wheel no longer needs stays with it: once fewer
+  // than a quarter of its timer entries are live (and its key index is as
+  // sparse) for this long, the loop gives the rest back, a bounded step a
+  // round. A burst that returns sooner finds its memory resident, where
+  // faulting it in again would make its timers late; an idle wheel still
+  // returns to its live set. >= 0; InfiniteDuration = never give back.
+  absl::Duration memory_decay = absl::Seconds(10);
   // Where ticks come from. nullptr = real time (drift-free, monotonic clock).
   // A ManualTicker drives at most one wheel at a time.
   std::shared_ptr<Ticker> ticker;

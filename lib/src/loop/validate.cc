@@ -40,6 +40,11 @@ absl::Status ValidateOptions(const Options& options) {
         absl::StrCat("Options::expected_timers must be at most ", kMaxTimers,
                      ", got ", options.expected_timers));
   }
+  if (options.memory_decay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Options::memory_decay must be >= 0, got ",
+                     absl::FormatDuration(options.memory_decay)));
+  }
   if (options.ticker != nullptr &&
       dynamic_cast<ManualTicker*>(options.ticker.get()) == nullptr) {
     return absl::InvalidArgumentError(

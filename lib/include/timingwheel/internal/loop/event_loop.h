@@ -67,6 +67,7 @@ class EventLoop final : public TickSink {
         wheel_(static_cast<std::uint32_t>(options.num_slots)),
         pipeline_(&wheel_),
         batch_(Pipeline::kBatch),
+        memory_decay_(ClampDecay(options.memory_decay)),
         queue_(options.max_pending, options.max_lag),
         drain_pool_(options.drain_workers, Owner(), &stats_),
         execute_pool_(options.execute_workers, &execute_, Owner(), &stats_,
@@ -229,8 +230,6 @@ class EventLoop final : public TickSink {
   // hundred nanoseconds) starts to build a backlog.
   static constexpr double kEarlyGrowthRate = 1e6;
   static constexpr std::chrono::milliseconds kEarlyGrowthWindow{1};
-  // How long the wheel must have wanted to give memory back before it does.
-  static constexpr absl::Duration kCompactDelay = absl::Seconds(1);
   // MeasurePace's window: at most this many commands, or this long.
   static constexpr std::size_t kPaceCommands = 1024;
   static constexpr std::chrono::microseconds kPaceWindow{1000};
@@ -373,12 +372,20 @@ class EventLoop final : public TickSink {
     }
   }
 
+  // Options::memory_decay as the loop keeps it: a finite decay of centuries
+  // would overflow the steady clock's time_point, so beyond a year it means
+  // never.
+  static absl::Duration ClampDecay(absl::Duration decay) {
+    return decay > absl::Hours(24 * 365) ? absl::InfiniteDuration() : decay;
+  }
+
   // Memory follows the live set, a little late: once the wheel has wanted
-  // to give memory back for kCompactDelay, a bounded step of it each round,
-  // flood or not, and rounds without sleeping while it lasts. Returns true
-  // while steps remain. The delay spares a wheel that empties and refills
-  // at once (a burst of timers all fired, then the next burst) from giving
-  // back its pages and faulting them in again.
+  // to give memory back for Options::memory_decay, a bounded step of it
+  // each round, flood or not, and rounds without sleeping while it lasts.
+  // Returns true while steps remain. The delay spares a wheel that empties
+  // and refills within it (a burst of timers all fired, then the next
+  // burst) from giving back its pages and faulting them in again, which
+  // the next burst's timers would wait for.
   bool CompactStep() {
     if (!wheel_.WantsCompaction()) {
       compact_after_ = kNotCompacting;
@@ -386,7 +393,8 @@ class EventLoop final : public TickSink {
     }
     const Clock::time_point now = Clock::now();
     if (compact_after_ == kNotCompacting) {
-      compact_after_ = now + absl::ToChronoNanoseconds(kCompactDelay);
+      if (memory_decay_ == absl::InfiniteDuration()) return false;
+      compact_after_ = now + absl::ToChronoNanoseconds(memory_decay_);
     }
     if (now < compact_after_) return false;
     return wheel_.Compact(kCompactBudget);
@@ -541,6 +549,7 @@ class EventLoop final : public TickSink {
   // wheel does not want it.
   static constexpr Clock::time_point kNotCompacting = Clock::time_point::max();
   Clock::time_point compact_after_ = kNotCompacting;
+  const absl::Duration memory_decay_;  // Options::memory_decay
   // GrowEarly's window: since when, and the index's size then.
   static constexpr Clock::time_point kNotWatching = Clock::time_point::max();
   Clock::time_point growth_watch_start_ = kNotWatching;
