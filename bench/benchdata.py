@@ -24,6 +24,15 @@ def load_results(path):
     return out
 
 
+def is_warm(r):
+    """Whether a result line comes from a warmed process (heap faulted in
+    ahead): its "warm" field, or for lines from before that field, whether
+    prefault_mb was > 0."""
+    if "warm" in r:
+        return bool(r["warm"])
+    return (r.get("prefault_mb") or 0) > 0
+
+
 def select(results, sel):
     """The last result matching every key of `sel` (a results file may hold
     more than one run)."""

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Prints, for a results file of several builds (bench/compare.sh), a
-Markdown table of each figure's median [min-max] per build (by commit and
-prefault_mb), one row per workload line.
+Markdown table of each figure's median [min-max] per build (by commit, and
+cold or warm: the "warm" field, or for lines from before it prefault_mb > 0),
+one row per workload line.
 
   bench/compare.py bench/results/<date>-compare.jsonl
 """
@@ -25,6 +26,8 @@ FIGURES = [
     "rss_bytes_per_pending", "fired", "cpu_us_per_fired",
     "loop_cpu_us_per_fired", "retained", "retained_before_trim",
     "rss_peak_mib", "rss_after_mib",
+    # W4-str, W5-twice.
+    "rss_bytes_per_timer_besides_key", "submit_seconds", "minor_faults",
     # The cache workloads (cache_workloads).
     "thread_cpu_ns_per_op", "process_cpu_ns_per_op", "rss_bytes_per_entry",
     "hit_ratio", "notified_expired", "never_notified",
@@ -59,8 +62,8 @@ def main():
         if not raw.startswith("{"):
             continue
         line = json.loads(raw)
-        build = "%s%s" % (line.get("commit", "?"),
-                          "" if line.get("prefault_mb", 0) else " cold")
+        warm = line.get("warm", (line.get("prefault_mb") or 0) > 0)
+        build = "%s %s" % (line.get("commit", "?"), "warm" if warm else "cold")
         if build not in builds:
             builds.append(build)
         if "load1" in line:

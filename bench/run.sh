@@ -11,7 +11,10 @@
 # By default it configures and builds a release tree, build-release (NDEBUG,
 # no tests or examples), so the figures are not those of a debug build.
 # --use-build=DIR runs the binaries of an existing build tree instead (what
-# `meson compile bench` does). Extra flags go to the workloads program.
+# `meson compile bench` does). Extra flags go to the workloads program: the
+# workloads run cold (nothing faulted in ahead, as a user's process) unless
+# --warm is among them (1 GiB of heap faulted in first); table.py shows the
+# cold lines of a file, or with --warm the warm ones.
 # MICRO_MIN_TIME (seconds per micro-benchmark, default 0.5) shortens the
 # micro run; MICRO_FILTER selects benchmarks (a regex, default all).
 # --repeat=N (default 3) runs the workloads N times into the same file; the
@@ -69,5 +72,11 @@ fi
 
 echo "== chart and table" >&2
 python3 "$here/chart.py" "$results/$date.jsonl" -o "$results/chart.svg"
+table_mode=()
+for a in ${args[@]+"${args[@]}"}; do
+  if [[ "$a" == --warm || "$a" == --warm=true || "$a" == --prefault_mb=[1-9]* ]]; then
+    table_mode=(--warm)
+  fi
+done
 python3 "$here/table.py" "$results/$date.jsonl" \
-  --micro="$results/$date-micro.json"
+  --micro="$results/$date-micro.json" ${table_mode[@]+"${table_mode[@]}"}

@@ -3,6 +3,13 @@
 docs/peers.md vs the targets, with ratios (for the README).
 
   bench/table.py bench/results/<date>.jsonl [--micro=<date>-micro.json]
+                 [--warm]
+
+The workloads run cold by default (nothing faulted in ahead, as a user's
+process); `workloads --warm` lines come from a process with 1 GiB of heap
+faulted in first. The table takes the cold lines of the file, or with
+--warm the warm ones (all lines, with a note, if the file has none of that
+kind), so that the two are never mixed in one median.
 
 "x target" and "x best peer" say how many times better ours is (> 1:
 better; for lower-is-better metrics the ratio is inverted so that > 1 still
@@ -61,9 +68,17 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--micro")
     ap.add_argument("--peers")
+    ap.add_argument("--warm", action="store_true",
+                    help="the warm lines (workloads --warm), not the cold")
     args = ap.parse_args()
     peers = benchdata.load_peers(args.peers)
     results = benchdata.load_results(args.results)
+    mode = "warm" if args.warm else "cold"
+    chosen = [r for r in results if benchdata.is_warm(r) == args.warm]
+    if chosen:
+        results = chosen
+    elif results:
+        mode = "no %s lines in the file: all lines" % mode
     by_id = {m["id"]: m for m in peers["metrics"]}
 
     first = results[0] if results else {}
@@ -71,9 +86,9 @@ def main():
     runs = max(len([r for r in results if r.get("workload") == w])
                for w in ("W4", "W6", "W7", "W8", "W9")) if results else 0
     loads = sorted(r["load1"] for r in results if "load1" in r)
-    print("Results: `%s` (%s, %s cores, %s, commit %s, n=%s; median of %s "
-          "runs, min-max in brackets; load1 %s-%s)\n" % (
-              os.path.basename(args.results), first.get("date", "?"),
+    print("Results: `%s` (%s; %s, %s cores, %s, commit %s, n=%s; median of "
+          "%s runs, min-max in brackets; load1 %s-%s)\n" % (
+              os.path.basename(args.results), mode, first.get("date", "?"),
               m.get("cores", "?"), m.get("cpu", "?"), first.get("commit", "?"),
               first.get("n", "?"), runs, loads[0] if loads else "?",
               loads[-1] if loads else "?"))
@@ -132,6 +147,58 @@ def main():
                   w5b["wall_seconds"], fmt(w5b["late_ms_p50"], "ms"),
                   fmt(w5b["late_ms_p99"], "ms"), fmt(w5b["late_ms_max"], "ms"),
                   w5b["early"], w5b["fired_twice"]))
+
+    twice = [benchdata.median_run(
+        results, {"workload": "W5-twice", "round": r}, "late_ms_p99")
+        for r in (1, 2)]
+    if all(twice):
+        print("\nW5-twice (one wheel, the second burst %d ms after the first "
+              "has fired): p99 %s then %s (p50 %s, %s; max %s, %s); minor "
+              "page faults %s then %s; early %s, %s; twice %s, %s; lost %s, "
+              "%s." % (
+                  twice[1]["gap_ms"], fmt(twice[0]["late_ms_p99"], "ms"),
+                  fmt(twice[1]["late_ms_p99"], "ms"),
+                  fmt(twice[0]["late_ms_p50"], "ms"),
+                  fmt(twice[1]["late_ms_p50"], "ms"),
+                  fmt(twice[0]["late_ms_max"], "ms"),
+                  fmt(twice[1]["late_ms_max"], "ms"),
+                  twice[0]["minor_faults"], twice[1]["minor_faults"],
+                  twice[0]["early"], twice[1]["early"],
+                  twice[0]["fired_twice"], twice[1]["fired_twice"],
+                  twice[0]["never_fired"], twice[1]["never_fired"]))
+
+    # String keys (36 characters): each figure beside the uint64_t one.
+    str_rows = []
+    for w in ("W1", "W2", "W3"):
+        s_run = benchdata.median_run(
+            results, {"workload": w + "-str", "producers": 1}, "ops_per_s")
+        u_run = benchdata.median_run(
+            results, {"workload": w, "producers": 1, "batch": 0}, "ops_per_s")
+        if s_run:
+            str_rows.append("%s %s (uint64_t: %s)" % (
+                s_run["workload"], fmt(s_run["ops_per_s"] / 1e6, "M/s"),
+                fmt(u_run["ops_per_s"] / 1e6, "M/s") if u_run else "n/a"))
+    w4s = benchdata.median_run(results, {"workload": "W4-str"},
+                               "rss_bytes_per_timer")
+    if w4s:
+        str_rows.append("W4-str %s RSS per timer, %s besides the key's own "
+                        "%s" % (fmt(w4s["rss_bytes_per_timer"], "B"),
+                                fmt(w4s["rss_bytes_per_timer_besides_key"],
+                                    "B"),
+                                fmt(w4s["key_heap_bytes"], "B")))
+    for sel, label in (({"workload": "W5-str"}, "W5-str"),
+                       ({"workload": "W5-twice-str", "round": 1},
+                        "W5-twice-str round 1"),
+                       ({"workload": "W5-twice-str", "round": 2},
+                        "W5-twice-str round 2")):
+        r = benchdata.median_run(results, sel, "late_ms_p99")
+        if r:
+            str_rows.append("%s p99 %s (early %s, twice %s, lost %s)" % (
+                label, fmt(r["late_ms_p99"], "ms"), r["early"],
+                r["fired_twice"], r["never_fired"]))
+    if str_rows:
+        print("\nString keys (36 characters, 1 producer, applied): %s." %
+              "; ".join(str_rows))
 
     # W8 and W9 have sizes of their own (--w8_n, --w9_n), not the header's n.
     w8 = benchdata.median_run(results, {"workload": "W8"}, "cpu_us_per_fired")

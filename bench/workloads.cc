@@ -1,13 +1,18 @@
 // Runs the workloads W1-W9 of docs/peers.md against the public API of
-// timingwheel (keys and values uint64_t) and prints one JSON line per result,
-// with the parameters used, the machine and the date, so that results files
-// from different days and machines can be compared and charted.
+// timingwheel (values uint64_t; keys uint64_t, and for the "-str" rows
+// 36-character std::string keys) and prints one JSON line per result, with
+// the parameters used, the machine and the date, so that results files from
+// different days and machines can be compared and charted.
 //
-//   workloads [--only=w1,w5,w8,drain] [--n=1000000] [--seconds=5] [--json]
+//   workloads [--only=w1,w5,w5-twice,w1-str,w8,drain] [--n=1000000]
+//             [--seconds=5] [--json] [--warm] [--prefault_mb=N]
 //             [--w6_spread_seconds=10] [--w8_n=4000000] [--w8_seconds=10]
 //             [--w8_lag_ms=1]
 //             [--w9_n=5000000]
 //             [--w9_chunk=100000] [--w9_idle_seconds=10] [--commit=<git rev>]
+//
+// The process is cold by default, as a user's is: nothing is faulted in
+// ahead. --warm first faults in 1 GiB of heap and keeps it (see main).
 //
 // Default output: human-readable lines starting with "# " plus the JSON
 // lines; --json prints the JSON lines only (what bench/run.sh stores).
@@ -16,6 +21,7 @@
 // the last command, not when the last call returned. See WaitApplied.
 #include <dirent.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,13 +41,16 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "bench/fire_probe.h"
 #include "support/clock.h"
 #include "support/flags.h"
 #include "support/memory.h"
@@ -53,7 +62,14 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using TW = timingwheel::TimingWheel<std::uint64_t, std::uint64_t>;
+// The wheel under test: values are uint64_t; keys uint64_t, or std::string
+// for the "-str" rows.
+template <typename K>
+using WheelOf = timingwheel::TimingWheel<K, std::uint64_t>;
+using TW = WheelOf<std::uint64_t>;
+using bench::AnalyseFirings;
+using bench::FireRecorder;
+using bench::Firings;
 using support::Json;
 using support::Mix;
 using support::MonoNanos;
@@ -86,9 +102,14 @@ struct Config {
   double w9_idle_seconds = 10;
   bool json_only = false;
   std::string commit;
-  std::int64_t prefault_mb = 1024;  // see main; 0 = off
+  // Heap faulted in before measuring (see main): 0 (the default) is a cold
+  // process; --warm makes it 1024 MiB, --prefault_mb=N any size. warm says
+  // whether any is, and goes into every JSON line.
+  bool warm = false;
+  std::int64_t prefault_mb = 0;
   bool w4_child = false;            // internal: the fresh process of W4
   bool w4_burst = false;            // internal: W4 child submits without pacing
+  bool w4_str = false;              // internal: W4 child with string keys
   bool w8_child = false;            // internal: W8's fresh process (its RSS)
   bool w9_child = false;            // internal: the fresh process of W9
 };
@@ -103,7 +124,9 @@ Config ParseFlags(int argc, char** argv) {
       "result.");
   flags.Add(
       "only", &only,
-      "comma-separated workloads to run (w1,...,w9,w5-lag,w8-lag,drain; all)");
+      "comma-separated workloads to run (w1,...,w9,w5-lag,w5-twice,w8-lag,"
+      "drain, and with string keys w1-str,w2-str,w3-str,w4-str,w5-str,"
+      "w5-twice-str; all)");
   flags.Add("n", &c.n, "timers per workload W1-W7 and drain");
   flags.Add("seconds", &c.seconds, "W6 and W7 measurement window in seconds");
   flags.Add("w6_spread_seconds", &c.w6_spread_seconds,
@@ -125,12 +148,17 @@ Config ParseFlags(int argc, char** argv) {
   flags.Add("w9_chunk", &c.w9_chunk, "W9 commands applied at a time");
   flags.Add("w9_idle_seconds", &c.w9_idle_seconds,
             "W9 idle time before malloc_trim");
+  flags.Add("warm", &c.warm,
+            "fault in 1 GiB of heap before measuring (off: a cold process, "
+            "as a user's is)");
   flags.Add("prefault_mb", &c.prefault_mb,
-            "MiB of heap to fault in before measuring; 0 = off");
+            "MiB of heap to fault in before measuring; > 0 implies --warm, "
+            "--warm alone is 1024");
   flags.Add("json", &c.json_only, "print the JSON lines only");
   flags.Add("commit", &c.commit, "git revision to record in the results");
   flags.Add("w4_child", &c.w4_child, "internal: W4's fresh process");
   flags.Add("w4_burst", &c.w4_burst, "internal: W4's child submits at once");
+  flags.Add("w4_str", &c.w4_str, "internal: W4's child with string keys");
   flags.Add("w8_child", &c.w8_child, "internal: W8's fresh process");
   flags.Add("w9_child", &c.w9_child, "internal: W9's fresh process");
   flags.Parse(argc, argv);
@@ -145,6 +173,8 @@ Config ParseFlags(int argc, char** argv) {
   c.w9_chunk = std::max<std::int64_t>(1, c.w9_chunk);
   c.w9_idle_seconds = std::max(0.0, c.w9_idle_seconds);
   c.prefault_mb = std::max<std::int64_t>(0, c.prefault_mb);
+  if (c.warm && c.prefault_mb == 0) c.prefault_mb = 1024;
+  c.warm = c.prefault_mb > 0;
   return c;
 }
 
@@ -242,6 +272,7 @@ struct Context {
 
 Context MakeContext(const Config& flags) {
   support::Json common;
+  common.Raw("warm", flags.warm ? "true" : "false");
   common.Add("prefault_mb", flags.prefault_mb);
   if (!flags.commit.empty()) common.Add("commit", flags.commit);
   return Context{flags, support::ResultLines(flags.json_only, common)};
@@ -261,7 +292,8 @@ Context MakeContext(const Config& flags) {
 // one batch of commands, microseconds, plus our polling period (20 us, plus
 // timer slack). Both are small next to the time these phases take at the
 // sizes run (--n of 100,000 and up).
-Clock::time_point WaitApplied(const TW& wheel, std::uint64_t target) {
+template <typename K>
+Clock::time_point WaitApplied(const WheelOf<K>& wheel, std::uint64_t target) {
   while (wheel.stats().applied < target) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
@@ -303,17 +335,20 @@ ProducerRun RunProducers(int producers, Fn fn) {
   return run;
 }
 
-std::unique_ptr<TW> MakeWheel(absl::Duration interval, int slots,
-                              int execute_workers, TW::Execute execute,
-                              std::int64_t expected_timers = 0,
-                              absl::Duration max_lag = absl::ZeroDuration()) {
+// K is deduced from nothing: MakeWheel(...) is a uint64_t-keyed wheel,
+// MakeWheel<std::string>(...) a string-keyed one.
+template <typename K = std::uint64_t>
+std::unique_ptr<WheelOf<K>> MakeWheel(
+    absl::Duration interval, int slots, int execute_workers,
+    typename WheelOf<K>::Execute execute, std::int64_t expected_timers = 0,
+    absl::Duration max_lag = absl::ZeroDuration()) {
   timingwheel::Options o;
   o.interval = interval;
   o.num_slots = slots;
   o.execute_workers = execute_workers;
   o.expected_timers = static_cast<std::size_t>(expected_timers);
   o.max_lag = max_lag;
-  auto w = TW::Create(o, std::move(execute));
+  auto w = WheelOf<K>::Create(o, std::move(execute));
   if (!w.ok()) {
     std::fprintf(stderr, "Create: %s\n", w.status().ToString().c_str());
     std::exit(1);
@@ -341,6 +376,62 @@ std::vector<std::int64_t> RunFreshProcess(const char* self,
   return out;
 }
 
+// ----------------------------------------------------------------- keys --
+
+// A UUID's text form, 36 characters of lowercase hex and dashes
+// ("xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), from a counter mixed through
+// Mix: distinct counters give distinct keys, spread like real ids. The
+// string's capacity is exactly 36, as a copy's would be, so the key owns
+// one malloc chunk of 37 bytes' worth whether it is this string or a copy.
+std::string UuidKey(std::uint64_t i) {
+  const std::uint64_t hi = Mix(i);
+  const std::uint64_t lo = Mix(hi ^ 0x5DEECE66Dull);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08" PRIx64 "-%04" PRIx64 "-%04" PRIx64
+                "-%04" PRIx64 "-%012" PRIx64,
+                hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF, lo >> 48,
+                lo & std::uint64_t{0xFFFFFFFFFFFF});
+  return std::string(buf, 36);
+}
+
+// What the workloads need of a key type: the key of the i-th timer, and the
+// suffix of the rows' names. Spread: W1-W4's keys (spread, as real ids);
+// Plain: W5's (uint64_t keys are the index itself, as W5 always had).
+template <typename K>
+struct Keys;
+
+template <>
+struct Keys<std::uint64_t> {
+  static constexpr const char* kSuffix = "";
+  static constexpr const char* kName = "uint64";
+  static std::uint64_t Spread(std::uint64_t i) { return Mix(i); }
+  static std::uint64_t Plain(std::uint64_t i) { return i; }
+};
+
+template <>
+struct Keys<std::string> {
+  static constexpr const char* kSuffix = "-str";
+  static constexpr const char* kName = "string36";
+  static std::string Spread(std::uint64_t i) { return UuidKey(i); }
+  static std::string Plain(std::uint64_t i) { return UuidKey(i); }
+};
+
+// The heap bytes one 36-character key owns: its buffer's malloc chunk,
+// i.e. the usable size plus glibc's 8-byte chunk header (48 B for the 37
+// bytes libstdc++ asks for). Measured on a sample, not assumed.
+std::int64_t KeyHeapBytes() {
+  const std::string sample = UuidKey(0);
+  return static_cast<std::int64_t>(
+      malloc_usable_size(const_cast<char*>(sample.data())) +
+      sizeof(std::size_t));
+}
+
+// The row name for workload `w` with key type K ("W1" -> "W1-str").
+template <typename K>
+std::string Row(const char* w) {
+  return absl::StrCat(w, Keys<K>::kSuffix);
+}
+
 // ------------------------------------------------------------ W1 W2 W3 --
 
 // W1 (set 1M distinct keys), then with those present W2 (1M moves of random
@@ -351,17 +442,23 @@ std::vector<std::int64_t> RunFreshProcess(const char* self,
 // batch > 0: W1b, W2b, W3b, the same with SetTimers, MoveTimers and
 // RemoveTimers of `batch` items a call; a batch takes the delay of its
 // first item.
+//
+// K = std::string: W1-str, W2-str, W3-str, with 36-character keys
+// (UuidKey). The key strings are built before the clock starts, and each
+// call gets a copy, as a caller that keeps its own key passes it by value:
+// the copy (a malloc for 36 characters) is part of what a call costs.
+template <typename K = std::uint64_t>
 void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
   const std::int64_t n = ctx.flags.n;
   Rng rng(1234 + producers);
   // Everything a producer needs is computed before the clock starts, so
   // the timed loops are a call per element and nothing else.
-  std::vector<std::uint64_t> keys(n);
+  std::vector<K> keys(n);
   std::vector<std::int64_t> set_delay_ms(n), move_delay_ms(n);
-  std::vector<std::uint64_t> move_keys(n), remove_keys(n);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> set_items;
+  std::vector<K> move_keys(n), remove_keys;
+  std::vector<std::pair<K, std::uint64_t>> set_items;
   for (std::int64_t i = 0; i < n; ++i) {
-    keys[i] = Mix(static_cast<std::uint64_t>(i));
+    keys[i] = Keys<K>::Spread(static_cast<std::uint64_t>(i));
     set_delay_ms[i] = rng.Between(10000, 600000);
     move_delay_ms[i] = rng.Between(10000, 600000);
   }
@@ -379,9 +476,8 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
   }
 
   const bool presized = ctx.flags.w123_presized;
-  auto wheel = MakeWheel(
-      absl::Seconds(1), 512, 1, [](std::uint64_t, std::uint64_t) {},
-      presized ? n : 0);
+  auto wheel = MakeWheel<K>(
+      absl::Seconds(1), 512, 1, [](K, std::uint64_t) {}, presized ? n : 0);
   std::atomic<std::int64_t> errors{0};
   auto share = [&](int p) {
     return std::pair<std::int64_t, std::int64_t>(n * p / producers,
@@ -395,7 +491,8 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
   //
   // submit(i, count) submits the commands [i, i + count): one at a time
   // (count 1), or as one batch call.
-  auto phase = [&](const char* workload, const char* name, auto submit) {
+  auto phase = [&](const char* w, const char* name, auto submit) {
+    const std::string workload = Row<K>(w);
     const std::uint64_t before = wheel->stats().applied;
     const auto cpu_before = ThreadCpuNs();
     const std::int64_t step = batch > 0 ? batch : 1;
@@ -419,6 +516,7 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
         .Add("producers", producers)
         .Add("batch", batch)
         .Add("presized", presized ? 1 : 0)
+        .Add("key", Keys<K>::kName)
         .Add("n", n)
         .Add("interval_ms", 1000)
         .Add("slots", 512)
@@ -447,13 +545,13 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
       return wheel->SetTimers(absl::MakeSpan(&set_items[i], count),
                               absl::Milliseconds(set_delay_ms[i]));
     });
-    if (Wanted(ctx.flags, "w2")) {
+    if (Wanted(ctx.flags, Row<K>("w2"))) {
       phase("W2b", "move batch", [&](std::int64_t i, std::int64_t count) {
         return wheel->MoveTimers(absl::MakeConstSpan(&move_keys[i], count),
                                  absl::Milliseconds(move_delay_ms[i]));
       });
     }
-    if (Wanted(ctx.flags, "w3")) {
+    if (Wanted(ctx.flags, Row<K>("w3"))) {
       phase("W3b", "remove batch", [&](std::int64_t i, std::int64_t count) {
         return wheel->RemoveTimers(absl::MakeConstSpan(&remove_keys[i], count));
       });
@@ -464,13 +562,13 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
     return wheel->SetTimer(keys[i], static_cast<std::uint64_t>(i),
                            absl::Milliseconds(set_delay_ms[i]));
   });
-  if (Wanted(ctx.flags, "w2")) {
+  if (Wanted(ctx.flags, Row<K>("w2"))) {
     phase("W2", "move", [&](std::int64_t i, std::int64_t) {
       return wheel->MoveTimer(move_keys[i],
                               absl::Milliseconds(move_delay_ms[i]));
     });
   }
-  if (Wanted(ctx.flags, "w3")) {
+  if (Wanted(ctx.flags, Row<K>("w3"))) {
     phase("W3", "remove", [&](std::int64_t i, std::int64_t) {
       return wheel->RemoveTimer(remove_keys[i]);
     });
@@ -487,16 +585,18 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
 // applied, so the command queue never holds more than one chunk and the
 // delta is the wheel's own; burst: submits all at once, so the delta also
 // holds the queue blocks the backlog needed (moodycamel keeps them for
-// reuse).
-template <typename NextDelay>
+// reuse). K = std::string: each key is made in the call and handed over, so
+// the delta holds the keys' own heap bytes too (W4-str reports it with and
+// without them).
+template <typename K = std::uint64_t, typename NextDelay>
 int PrintFilledWheelRss(absl::Duration interval, std::int64_t n, bool burst,
                         NextDelay next_delay) {
   const std::int64_t before = support::RssBytes();
-  auto wheel = MakeWheel(interval, 512, 1, [](std::uint64_t, std::uint64_t) {});
+  auto wheel = MakeWheel<K>(interval, 512, 1, [](K, std::uint64_t) {});
   constexpr std::int64_t kChunk = 1 << 16;
   for (std::int64_t i = 0; i < n; ++i) {
     wheel
-        ->SetTimer(Mix(static_cast<std::uint64_t>(i)),
+        ->SetTimer(Keys<K>::Spread(static_cast<std::uint64_t>(i)),
                    static_cast<std::uint64_t>(i), next_delay())
         .IgnoreError();
     if (!burst && (i + 1) % kChunk == 0) {
@@ -514,17 +614,28 @@ int PrintFilledWheelRss(absl::Duration interval, std::int64_t n, bool burst,
 
 int RunW4Child(const Config& flags) {
   Rng rng(4);
-  return PrintFilledWheelRss(absl::Seconds(1), flags.n, flags.w4_burst, [&] {
-    return absl::Milliseconds(rng.Between(10000, 600000));
-  });
+  auto delay = [&] { return absl::Milliseconds(rng.Between(10000, 600000)); };
+  if (flags.w4_str) {
+    return PrintFilledWheelRss<std::string>(absl::Seconds(1), flags.n,
+                                            flags.w4_burst, delay);
+  }
+  return PrintFilledWheelRss(absl::Seconds(1), flags.n, flags.w4_burst, delay);
 }
 
+// W4 memory: RSS per timer from W4's fresh process, paced and burst, and the
+// core's own bytes per entry. W4-str (K = std::string, 36-character keys):
+// the same, and each figure also "besides the key's own heap bytes", less
+// KeyHeapBytes() a timer: what the wheel adds to the keys a user holds.
+template <typename K = std::uint64_t>
 void RunW4(const Context& ctx, const char* self) {
+  using Core = timingwheel::internal::Wheel<K, std::uint64_t>;
   const std::int64_t n = ctx.flags.n;
+  const bool str = std::is_same_v<K, std::string>;
   auto child = [&](bool burst, std::int64_t* before, std::int64_t* after) {
     const std::vector<std::int64_t> rss = RunFreshProcess(
         self,
-        "--w4_child --n=" + std::to_string(n) + (burst ? " --w4_burst" : ""),
+        absl::StrCat("--w4_child --n=", n, burst ? " --w4_burst" : "",
+                     str ? " --w4_str" : ""),
         3);
     *before = rss.empty() ? 0 : rss[0];
     *after = rss.empty() ? 0 : rss[1];
@@ -534,19 +645,26 @@ void RunW4(const Context& ctx, const char* self) {
   child(true, &burst_before, &burst_after);
 
   // The in-wheel figure: the core alone, same shape and delays (in ticks).
-  timingwheel::internal::Wheel<std::uint64_t, std::uint64_t> core(512);
+  // (MemoryBytes counts the wheel's arrays: a string key's heap buffer is
+  // not in it.)
+  std::unique_ptr<Core> core = std::make_unique<Core>(512);
   Rng rng(4);
   for (std::int64_t i = 0; i < n; ++i) {
-    core.Set(Mix(static_cast<std::uint64_t>(i)), static_cast<std::uint64_t>(i),
-             static_cast<std::uint64_t>(rng.Between(10, 600)));
+    core->Set(Keys<K>::Spread(static_cast<std::uint64_t>(i)),
+              static_cast<std::uint64_t>(i),
+              static_cast<std::uint64_t>(rng.Between(10, 600)));
   }
   const double rss_per = static_cast<double>(after - before) / n;
   const double rss_burst_per =
       static_cast<double>(burst_after - burst_before) / n;
-  const double wheel_per = static_cast<double>(core.MemoryBytes()) / n;
+  const double wheel_per = static_cast<double>(core->MemoryBytes()) / n;
+  core.reset();
+  const std::int64_t key_heap = str ? KeyHeapBytes() : 0;
+  const std::string workload = Row<K>("W4");
   Json j;
-  j.Add("workload", "W4")
+  j.Add("workload", workload)
       .Add("name", "memory")
+      .Add("key", Keys<K>::kName)
       .Add("n", n)
       .Add("interval_ms", 1000)
       .Add("slots", 512)
@@ -555,192 +673,58 @@ void RunW4(const Context& ctx, const char* self) {
       .Add("rss_after_bytes", after)
       .Add("rss_bytes_per_timer_burst", rss_burst_per)
       .Add("wheel_bytes_per_timer", wheel_per)
-      .Add("entry_bytes",
-           static_cast<std::uint64_t>(
-               timingwheel::internal::Wheel<std::uint64_t,
-                                            std::uint64_t>::EntryBytes()));
+      .Add("entry_bytes", static_cast<std::uint64_t>(Core::EntryBytes()));
+  if (str) {
+    j.Add("key_heap_bytes", key_heap)
+        .Add("rss_bytes_per_timer_besides_key", rss_per - key_heap)
+        .Add("rss_bytes_per_timer_burst_besides_key",
+             rss_burst_per - key_heap);
+  }
   ctx.results.Print(
       j, absl::StrFormat(
-             "W4 memory: %.1f B RSS per timer (paced; %.1f B submitting all at "
-             "once), %.1f B in the wheel, entry %zu B",
-             rss_per, rss_burst_per, wheel_per,
-             timingwheel::internal::Wheel<std::uint64_t,
-                                          std::uint64_t>::EntryBytes()));
-}
-
-// ----------------------------------------------------------- fire probe --
-
-// The execute callback of W5 and W8 is the probe, so it must be light: at
-// W5's peak the wheel fires ~10,000 timers a millisecond, and a probe that
-// wrote into arrays indexed by key (two random cache misses a timer) would
-// keep one worker busier than the wheel and measure itself; W8 divides CPU
-// time by the timers fired, so a heavy probe would be charged to the wheel.
-// Each worker thread appends (id, time) to a log of its own, reserved up
-// front; counting, lateness and "fired twice" are worked out from the logs
-// after the run (AnalyseFirings).
-struct FireLog {
-  std::vector<std::pair<std::uint64_t, std::int64_t>> records;
-  alignas(64) std::atomic<std::int64_t> size{0};  // published records
-};
-
-class FireRecorder {
- public:
-  // One log per execute worker, with room for `capacity` records each.
-  FireRecorder(int workers, std::int64_t capacity) : run_(NextRun()) {
-    for (int w = 0; w < workers; ++w) {
-      logs_.push_back(std::make_unique<FireLog>());
-      // Resizing, not just reserving, faults the pages in now: a log of
-      // W8's size comes from mmap, not from the prefaulted heap, and its
-      // page faults would land in the window's CPU time.
-      logs_.back()->records.resize(capacity);
-      logs_.back()->records.clear();
-    }
-  }
-
-  // The callback's body: logs `id` (an index into the caller's deadlines)
-  // with the time now.
-  void Record(std::uint64_t id) {
-    const std::int64_t t = MonoNanos();
-    // Each worker thread claims a log the first time it runs a callback of
-    // this recorder. A run number tells recorders apart, not an address: a
-    // later one may live where an earlier one did.
-    thread_local int my_run = 0;
-    thread_local FireLog* mine = nullptr;
-    if (my_run != run_) {
-      my_run = run_;
-      mine = logs_[next_log_.fetch_add(1)].get();
-    }
-    mine->records.emplace_back(id, t);
-    mine->size.store(static_cast<std::int64_t>(mine->records.size()),
-                     std::memory_order_release);
-  }
-
-  // Records published so far, by every worker.
-  std::int64_t Logged() const {
-    std::int64_t total = 0;
-    for (const auto& log : logs_) {
-      total += log->size.load(std::memory_order_acquire);
-    }
-    return total;
-  }
-
-  // Read the records only once the wheel is gone: workers append until then.
-  const std::vector<std::unique_ptr<FireLog>>& logs() const { return logs_; }
-
- private:
-  static int NextRun() {
-    static std::atomic<int> runs{0};
-    return runs.fetch_add(1) + 1;
-  }
-
-  const int run_;
-  std::vector<std::unique_ptr<FireLog>> logs_;
-  std::atomic<int> next_log_{0};
-};
-
-// What the logs say about ids 0..n-1, n = deadline_ns.size(): callbacks up
-// to `to` (MonoNanos) are counted, and the ids whose first callback ran in
-// [from, to] are judged against their deadlines.
-struct Firings {
-  std::int64_t fired = 0;    // ids first called back in [from, to]
-  std::int64_t before = 0;   // ids first called back before `from`
-  std::int64_t never = 0;    // ids not called back by `to`
-  std::int64_t early = 0;    // of `fired`: before the deadline (must be 0)
-  std::int64_t twice = 0;    // callbacks of an id after its first (must be 0)
-  std::int64_t stray = 0;    // callbacks of ids never set
-  std::int64_t last_ns = 0;  // the latest first callback of `fired`
-  std::vector<std::int64_t> late_ns;  // of `fired`, callback - deadline, sorted
-
-  // The q-quantile of the lateness, in ms; NAN if nothing fired.
-  double LateMs(double q) const {
-    if (late_ns.empty()) return NAN;
-    const std::size_t i = std::min(
-        late_ns.size() - 1, static_cast<std::size_t>(q * (late_ns.size() - 1)));
-    return late_ns[i] / 1e6;
-  }
-  double MinLateMs() const { return LateMs(0); }
-  double MaxLateMs() const { return LateMs(1); }
-};
-
-Firings AnalyseFirings(const FireRecorder& recorder,
-                       const std::vector<std::int64_t>& deadline_ns,
-                       std::int64_t from, std::int64_t to) {
-  const std::uint64_t n = deadline_ns.size();
-  std::vector<std::int64_t> first_ns(n, 0);
-  std::vector<std::uint32_t> count(n, 0);
-  Firings f;
-  for (const auto& log : recorder.logs()) {
-    for (const auto& [id, t] : log->records) {
-      if (t > to) continue;
-      if (id >= n) {
-        ++f.stray;
-      } else {
-        if (count[id]++ != 0) ++f.twice;
-        // With more than one worker, an id's callbacks may sit in different
-        // logs, so its first is the earliest, not the first one read.
-        if (count[id] == 1 || t < first_ns[id]) first_ns[id] = t;
-      }
-    }
-  }
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (count[i] == 0) {
-      ++f.never;
-    } else if (first_ns[i] < from) {
-      ++f.before;
-    } else {
-      ++f.fired;
-      f.late_ns.push_back(first_ns[i] - deadline_ns[i]);
-      if (first_ns[i] < deadline_ns[i]) ++f.early;
-      f.last_ns = std::max(f.last_ns, first_ns[i]);
-    }
-  }
-  std::sort(f.late_ns.begin(), f.late_ns.end());
-  return f;
+             "%s memory: %.1f B RSS per timer (paced; %.1f B submitting all "
+             "at once)%s, %.1f B in the wheel, entry %zu B",
+             workload, rss_per, rss_burst_per,
+             str ? absl::StrFormat("; besides the key's own %d B: %.1f B "
+                                   "(burst %.1f B)",
+                                   key_heap, rss_per - key_heap,
+                                   rss_burst_per - key_heap)
+                 : "",
+             wheel_per, Core::EntryBytes()));
 }
 
 // ------------------------------------------------------------------ W5 --
 
-// Interval 1 ms, 128 slots, N timers with delays uniform in [50, 150] ms,
-// submitted as fast as one thread can; the fire probe above logs their
-// callbacks.
-//
-// presized: Options::expected_timers = N, so that the key index never grows
-// (while a growth is under way a set costs the loop about twice as much:
-// BM_SetPause in wheel_micro.cc).
-//
-// A call refused with ResourceExhausted is retried after a yield, and its
-// timer's deadline counts from the accepted call. W5-lag: Options::max_lag
-// = `max_lag` and `producers` threads flooding at once, each an equal share.
-void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
-           absl::Duration max_lag = absl::ZeroDuration()) {
-  const std::int64_t n = ctx.flags.n;
-  std::vector<std::int64_t> delay_ns(n), deadline_ns(n);
-  Rng rng(5);
-  for (std::int64_t i = 0; i < n; ++i) {
-    delay_ns[i] = rng.Between(50000000, 150000000);
-  }
-  FireRecorder recorder(workers, n);
-  auto wheel = MakeWheel(
-      absl::Milliseconds(1), 128, workers,
-      [&recorder](std::uint64_t key, std::uint64_t) { recorder.Record(key); },
-      presized ? n : 0, max_lag);
-  // CPU per timer on each side: the producer (this thread) and the wheel's
-  // own threads (loop and workers), to weigh against the 2 cores.
-  const double process_cpu0 = ProcessCpuSeconds();
-  const std::int64_t start = MonoNanos();
+// W5's burst: keys[i] with value value_base + i and delay delay_ns[i], for
+// every i, submitted as fast as `producers` threads can (each an equal
+// share; each call gets a copy of its key, as a caller passes it by value).
+// deadline_ns[i] is set to the time read just before the accepted call plus
+// the delay: the library reads its own clock later, so its deadline is >=
+// ours and "early" can only under-report lateness, never invent earliness.
+// A call refused with ResourceExhausted is retried after a yield (or a sleep
+// of --w5_retry_sleep_us), and its deadline counts from the accepted call.
+struct Burst {
+  ProducerRun run;
+  std::int64_t refusals = 0;
+  std::int64_t errors = 0;
+};
+
+template <typename K>
+Burst SubmitBurst(const Context& ctx, WheelOf<K>& wheel, int producers,
+                  const std::vector<K>& keys, std::uint64_t value_base,
+                  const std::vector<std::int64_t>& delay_ns,
+                  std::int64_t* deadline_ns) {
+  const std::int64_t n = static_cast<std::int64_t>(keys.size());
   std::atomic<std::int64_t> refusals{0}, errors{0};
-  const ProducerRun run = RunProducers(producers, [&](int p) {
+  Burst b;
+  b.run = RunProducers(producers, [&](int p) {
     std::int64_t refused = 0;
     for (std::int64_t i = n * p / producers; i < n * (p + 1) / producers; ++i) {
       for (;;) {
-        // The deadline as api.md defines it, from a time read before the
-        // call: the library reads its own clock later, so its deadline is
-        // >= ours and "early" below can only under-report lateness, never
-        // invent earliness.
         deadline_ns[i] = MonoNanos() + delay_ns[i];
-        const absl::Status st = wheel->SetTimer(static_cast<std::uint64_t>(i),
-                                                static_cast<std::uint64_t>(i),
-                                                absl::Nanoseconds(delay_ns[i]));
+        const absl::Status st =
+            wheel.SetTimer(keys[i], value_base + static_cast<std::uint64_t>(i),
+                           absl::Nanoseconds(delay_ns[i]));
         if (!absl::IsResourceExhausted(st)) {
           if (!st.ok()) errors.fetch_add(1);
           break;
@@ -756,14 +740,71 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
     }
     refusals.fetch_add(refused);
   });
-  const std::int64_t submitted = MonoNanos();
-  const double producer_cpu = run.cpu_seconds;
-  // Wait for every callback, or give up after a generous minute.
+  b.refusals = refusals.load();
+  b.errors = errors.load();
+  return b;
+}
+
+// Waits until `target` callbacks are logged, or gives up after a generous
+// minute; returns how many are.
+std::int64_t WaitLogged(const FireRecorder& recorder, std::int64_t target) {
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(60);
-  while (recorder.Logged() < n && Clock::now() < give_up) {
+  while (recorder.Logged() < target && Clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const std::int64_t ran = recorder.Logged();
+  return recorder.Logged();
+}
+
+// W5's delays: uniform in [50, 150] ms.
+std::vector<std::int64_t> W5Delays(std::int64_t n, std::uint64_t seed) {
+  std::vector<std::int64_t> delay_ns(n);
+  Rng rng(seed);
+  for (std::int64_t& d : delay_ns) d = rng.Between(50000000, 150000000);
+  return delay_ns;
+}
+
+// The process's minor page faults so far.
+std::int64_t MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+// Interval 1 ms, 128 slots, N timers with delays uniform in [50, 150] ms,
+// submitted as fast as one thread can (SubmitBurst); the fire probe logs
+// their callbacks, by value (the timer's index).
+//
+// presized: Options::expected_timers = N, so that the key index never grows
+// (while a growth is under way a set costs the loop about twice as much:
+// BM_SetPause in wheel_micro.cc).
+//
+// W5-lag: Options::max_lag = `max_lag` and `producers` threads flooding at
+// once. K = std::string: W5-str, with 36-character keys built before the
+// clock starts.
+template <typename K = std::uint64_t>
+void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
+           absl::Duration max_lag = absl::ZeroDuration()) {
+  const std::int64_t n = ctx.flags.n;
+  const std::vector<std::int64_t> delay_ns = W5Delays(n, 5);
+  std::vector<std::int64_t> deadline_ns(n);
+  std::vector<K> keys(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    keys[i] = Keys<K>::Plain(static_cast<std::uint64_t>(i));
+  }
+  FireRecorder recorder(workers, n);
+  auto wheel = MakeWheel<K>(
+      absl::Milliseconds(1), 128, workers,
+      [&recorder](K, std::uint64_t id) { recorder.Record(id); },
+      presized ? n : 0, max_lag);
+  // CPU per timer on each side: the producer (this thread) and the wheel's
+  // own threads (loop and workers), to weigh against the 2 cores.
+  const double process_cpu0 = ProcessCpuSeconds();
+  const std::int64_t start = MonoNanos();
+  const Burst b =
+      SubmitBurst(ctx, *wheel, producers, keys, 0, delay_ns, deadline_ns.data());
+  const std::int64_t submitted = MonoNanos();
+  const double producer_cpu = b.run.cpu_seconds;
+  const std::int64_t ran = WaitLogged(recorder, n);
   // Our waiting (1 ms sleeps) is noise next to the wheel's threads' work.
   const double wheel_cpu = ProcessCpuSeconds() - process_cpu0 - producer_cpu;
   wheel.reset();  // joins the workers: the logs are ours now
@@ -772,17 +813,19 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
                                    std::numeric_limits<std::int64_t>::max());
   const double wall = (std::max(start, f.last_ns) - start) / 1e9;
   const bool lag = max_lag > absl::ZeroDuration();
+  const std::string workload = Row<K>(lag ? "W5-lag" : "W5");
   Json j;
-  j.Add("workload", lag ? "W5-lag" : "W5")
+  j.Add("workload", workload)
       .Add("name", "expire")
+      .Add("key", Keys<K>::kName)
       .Add("n", n)
       .Add("interval_ms", 1)
       .Add("slots", 128)
       .Add("execute_workers", workers)
       .Add("producers", producers)
       .Add("max_lag_ms", absl::ToDoubleMilliseconds(max_lag))
-      .Add("refusals", refusals.load())
-      .Add("errors", errors.load())
+      .Add("refusals", b.refusals)
+      .Add("errors", b.errors)
       .Add("presized", presized ? 1 : 0)
       .Add("retry_sleep_us", ctx.flags.w5_retry_sleep_us)
       .Add("delay_ms_min", 50)
@@ -808,11 +851,117 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
           "took %.3f s, %" PRId64
           " refusals retried); lateness p50 %.2f ms, p99 %.2f ms, max "
           "%.2f ms; early %" PRId64 ", twice %" PRId64 ", never %" PRId64,
-          lag ? "W5-lag" : "W5", workers, producers,
-          presized ? ", index pre-sized" : "",
+          workload, workers, producers, presized ? ", index pre-sized" : "",
           lag ? absl::StrCat(", max_lag ", absl::FormatDuration(max_lag)) : "",
-          ran, wall, (submitted - start) / 1e9, refusals.load(), f.LateMs(0.5),
+          ran, wall, (submitted - start) / 1e9, b.refusals, f.LateMs(0.5),
           f.LateMs(0.99), f.MaxLateMs(), f.early, f.twice, f.never));
+}
+
+// W5-twice (peers.md, 0.3): W5's burst twice on ONE long-lived wheel
+// (default Options but interval 1 ms, 128 slots, one execute worker): the
+// first burst, a wait until every timer of it has fired, 300 ms of nothing,
+// then a second burst of the same n keys (as a service's sessions come back)
+// with fresh delays. Each round is reported apart: lateness, early, fired
+// twice, lost (never fired), the producer's submit time, and the process's
+// minor page faults from the round's first call until its last callback
+// (what the second round no longer pays, or still does, when the first
+// round's memory is kept). Values tell the rounds apart: round r's timer i
+// has value r * n + i. K = std::string: W5-twice-str.
+template <typename K = std::uint64_t>
+void RunW5Twice(const Context& ctx) {
+  constexpr int kRounds = 2;
+  constexpr int kGapMs = 300;
+  const std::int64_t n = ctx.flags.n;
+  // Inputs of both rounds up front, outside the rounds' page-fault counts;
+  // the deadlines zero-filled (faulted in) for the same reason.
+  std::vector<std::vector<std::int64_t>> delay_ns;
+  for (int r = 0; r < kRounds; ++r) delay_ns.push_back(W5Delays(n, 50 + r));
+  std::vector<std::int64_t> deadline_ns(kRounds * n, 0);
+  std::vector<K> keys(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    keys[i] = Keys<K>::Plain(static_cast<std::uint64_t>(i));
+  }
+  FireRecorder recorder(1, kRounds * n);
+  auto wheel = MakeWheel<K>(
+      absl::Milliseconds(1), 128, 1,
+      [&recorder](K, std::uint64_t id) { recorder.Record(id); });
+
+  struct Round {
+    std::int64_t start = 0, submitted = 0, done = 0;  // MonoNanos
+    Burst burst;
+    std::int64_t logged = 0;
+    std::int64_t minor_faults = 0;
+    std::int64_t rss_end = 0;
+  };
+  std::vector<Round> rounds(kRounds);
+  for (int r = 0; r < kRounds; ++r) {
+    if (r > 0) std::this_thread::sleep_for(std::chrono::milliseconds(kGapMs));
+    Round& round = rounds[r];
+    const std::int64_t faults0 = MinorFaults();
+    round.start = MonoNanos();
+    round.burst = SubmitBurst(ctx, *wheel, 1, keys,
+                              static_cast<std::uint64_t>(r * n), delay_ns[r],
+                              deadline_ns.data() + r * n);
+    round.submitted = MonoNanos();
+    round.logged = WaitLogged(recorder, (r + 1) * n) - r * n;
+    round.done = MonoNanos();
+    round.minor_faults = MinorFaults() - faults0;
+    round.rss_end = support::RssBytes();
+  }
+  wheel.reset();  // joins the worker: the log is ours now
+
+  const std::string workload = Row<K>("W5-twice");
+  for (int r = 0; r < kRounds; ++r) {
+    const Round& round = rounds[r];
+    const Firings f = AnalyseFirings(
+        recorder, deadline_ns, std::numeric_limits<std::int64_t>::min(),
+        std::numeric_limits<std::int64_t>::max(),
+        static_cast<std::uint64_t>(r * n), static_cast<std::uint64_t>(n));
+    const double wall = (std::max(round.start, f.last_ns) - round.start) / 1e9;
+    const double submit = (round.submitted - round.start) / 1e9;
+    Json j;
+    j.Add("workload", workload)
+        .Add("name", absl::StrCat("expire round ", r + 1))
+        .Add("round", r + 1)
+        .Add("key", Keys<K>::kName)
+        .Add("n", n)
+        .Add("interval_ms", 1)
+        .Add("slots", 128)
+        .Add("execute_workers", 1)
+        .Add("producers", 1)
+        .Add("delay_ms_min", 50)
+        .Add("delay_ms_max", 150)
+        .Add("gap_ms", r > 0 ? kGapMs : 0)
+        .Add("refusals", round.burst.refusals)
+        .Add("errors", round.burst.errors)
+        .Add("submit_seconds", submit)
+        .Add("producer_cpu_ns_per_timer", round.burst.run.cpu_seconds * 1e9 / n)
+        .Add("wall_seconds", wall)
+        .Add("late_ms_p50", f.LateMs(0.5))
+        .Add("late_ms_p99", f.LateMs(0.99))
+        .Add("late_ms_max", f.MaxLateMs())
+        .Add("late_ms_min", f.MinLateMs())
+        .Add("callbacks", round.logged)
+        .Add("early", f.early)
+        .Add("fired_twice", f.twice)
+        .Add("never_fired", f.never)
+        .Add("stray", f.stray)
+        .Add("minor_faults", round.minor_faults)
+        .Add("rss_end_mib", round.rss_end / 1048576.0);
+    ctx.results.Print(
+        j, absl::StrFormat(
+               "%s round %d of %d on one wheel%s: %" PRId64
+               " timers submitted in %.3f s, all fired %.3f s after the first "
+               "submission; lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+               "early %" PRId64 ", twice %" PRId64 ", lost %" PRId64
+               "; %" PRId64 " minor page faults in the round, RSS %.0f MiB",
+               workload, r + 1, kRounds,
+               r > 0 ? absl::StrFormat(", %d ms after the last firing", kGapMs)
+                     : "",
+               n, submit, wall, f.LateMs(0.5), f.LateMs(0.99), f.MaxLateMs(),
+               f.early, f.twice, f.never, round.minor_faults,
+               round.rss_end / 1048576.0));
+  }
 }
 
 // ------------------------------------------------------------------ W6 --
@@ -1365,14 +1514,20 @@ void RunDrain(const Context& ctx) {
 
 int main(int argc, char** argv) {
   const Config flags = ParseFlags(argc, argv);
-  // Not for the children: they measure the RSS a fresh process gains.
+  // The children (W4, W8's RSS, W9) are fresh, cold processes whether or
+  // not this one is warm: they measure the RSS a process gains, which a
+  // heap faulted in ahead would hide. They are started without --warm, and
+  // return here before any pre-faulting all the same.
   if (flags.w4_child) return RunW4Child(flags);
   if (flags.w8_child) return RunW8Child(flags);
   if (flags.w9_child) return RunW9Child(flags);
-  // Where fresh memory is slow to back (a VM with nested virtualization or
-  // free-page reporting), a fresh wheel filled in W5 spends more time in
-  // page faults than in the wheel; a running service reuses its memory, and
-  // so do we here. --prefault_mb=0 measures the cold case.
+  // Cold by default: nothing faulted in ahead, as in a user's process after
+  // a deploy or a quiet night. Where fresh memory is slow to back (a VM
+  // with nested virtualization or free-page reporting) a fresh wheel filled
+  // in W5 then spends much of its time in page faults, and that is what a
+  // user sees. --warm faults in 1 GiB of heap first and keeps it, as a
+  // long-running service that reuses its memory (or a JVM's heap) would
+  // have: the wheel's own cost, without the first touch of its memory.
   support::PrefaultHeap(flags.prefault_mb);
   const Context ctx = MakeContext(flags);
   char self[4096];
@@ -1384,12 +1539,20 @@ int main(int argc, char** argv) {
     RunSetMoveRemove(ctx, 2);
     RunSetMoveRemove(ctx, 1, /*batch=*/256);
   }
+  if (Wanted(flags, "w1-str") || Wanted(flags, "w2-str") ||
+      Wanted(flags, "w3-str")) {
+    RunSetMoveRemove<std::string>(ctx, 1);
+  }
   if (Wanted(flags, "w4")) RunW4(ctx, self);
+  if (Wanted(flags, "w4-str")) RunW4<std::string>(ctx, self);
   if (Wanted(flags, "w5")) {
     RunW5(ctx, 1, /*presized=*/false);
     RunW5(ctx, 2, /*presized=*/false);
     RunW5(ctx, 1, /*presized=*/true);
   }
+  if (Wanted(flags, "w5-str")) RunW5<std::string>(ctx, 1, /*presized=*/false);
+  if (Wanted(flags, "w5-twice")) RunW5Twice(ctx);
+  if (Wanted(flags, "w5-twice-str")) RunW5Twice<std::string>(ctx);
   if (Wanted(flags, "w5-lag")) {
     RunW5(ctx, 1, ctx.flags.w5_lag_presized, /*producers=*/2,
           /*max_lag=*/absl::Milliseconds(2));
