@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <thread>
 #include <utility>
@@ -22,9 +23,12 @@ namespace internal {
 
 // Fired timers go from the loop to the workers through one queue guarded by
 // a std::mutex:
-// - The loop hands over a whole tick's timers at once, in one lock: when the
-//   queue is empty (the usual case) the two vectors swap, O(1), and their
-//   buffers go round between the loop and the workers without allocating.
+// - The loop hands over a whole tick's timers at once, in one lock: its
+//   vector joins the queue of batches whole and it gets an emptied one
+//   back, O(1) however far behind the workers are. The buffers go round
+//   between the loop and the workers with their capacity, so a burst that
+//   the workers fall behind on copies no timer and grows no buffer past a
+//   tick's worth (growing one would fault in fresh pages on the loop).
 // - With one worker, it takes everything queued in one lock: nothing could
 //   overtake a slow callback anyway.
 // - With several, each takes one timer at a time, so a slow callback holds
@@ -77,13 +81,11 @@ class ExecutePool {
       MutexLock lock(mu_);
       abandoned = abandoned_;
       if (!abandoned) {
-        if (head_ == queue_.size()) {
-          queue_.clear();
-          head_ = 0;
-          queue_.swap(fired);
-        } else {
-          for (Item& item : fired) queue_.push_back(std::move(item));
-          fired.clear();
+        batches_.push_back(std::move(fired));
+        fired.clear();  // moved-from: make it empty for certain
+        if (!spares_.empty()) {
+          fired.swap(spares_.back());
+          spares_.pop_back();
         }
       }
     }
@@ -144,17 +146,17 @@ class ExecutePool {
   // values destroyed; a worker that has already taken one runs it. For a
   // wheel destroyed from its own callback.
   void Abandon() {
-    std::vector<Item> dropped;
+    std::deque<std::vector<Item>> dropped;
+    std::size_t n = 0;
     {
       MutexLock lock(mu_);
       abandoned_ = true;
-      for (; head_ < queue_.size(); ++head_) {
-        dropped.push_back(std::move(queue_[head_]));
-      }
-      queue_.clear();
+      n = QueuedLocked();
+      dropped.swap(batches_);
       head_ = 0;
     }
-    Done(dropped.size());
+    dropped.clear();  // values destroyed outside the lock
+    Done(n);
   }
 
   // From a callback (OnWorkerThread): once the callback returns, this
@@ -178,50 +180,84 @@ class ExecutePool {
     }
   }
 
+  // One worker (take_all_) takes every queued batch at once; with several,
+  // each takes one item at a time from the oldest batch. Batches emptied
+  // go back to spares_ for the loop's next ticks.
   void RunCallbacks() {
     CallbackScope scope(owner_);
     current_pool_ = this;
-    std::vector<Item> taken;
+    std::deque<std::vector<Item>> taken;
+    std::vector<Item> one;
     for (;;) {
+      std::size_t ran = 0;
       {
         MutexLock lock(mu_);
-        while (!((head_ < queue_.size() && !abandoned_) || stopping_)) {
+        while (!((!batches_.empty() && !abandoned_) || stopping_)) {
           lock.Wait(work_);
         }
         // Stopping with nothing left, or abandoned.
-        if (head_ == queue_.size() || abandoned_) break;
+        if (batches_.empty() || abandoned_) break;
         if (take_all_) {
-          if (head_ == 0) {
-            taken.swap(queue_);
-          } else {
-            for (; head_ < queue_.size(); ++head_) {
-              taken.push_back(std::move(queue_[head_]));
-            }
-            queue_.clear();
-          }
-          head_ = 0;
+          taken.swap(batches_);
         } else {
-          taken.push_back(std::move(queue_[head_++]));
-          if (head_ == queue_.size()) {
-            queue_.clear();
+          std::vector<Item>& front = batches_.front();
+          one.push_back(std::move(front[head_++]));
+          if (head_ == front.size()) {
+            Recycle(front);
+            batches_.pop_front();
             head_ = 0;
           }
         }
       }
-      for (Item& item : taken) {
-        try {
-          (*execute_)(std::move(item.first), std::move(item.second));
-        } catch (...) {
-          stats_->CountException();
+      if (take_all_) {
+        for (const std::vector<Item>& batch : taken) ran += batch.size();
+        for (std::vector<Item>& batch : taken) {
+          if (RunItems(batch)) break;
         }
-        if (reaper_ != nullptr) break;  // the wheel is being destroyed
+        if (reaper_ == nullptr) {
+          MutexLock lock(mu_);
+          for (std::vector<Item>& batch : taken) Recycle(batch);
+        }
+      } else {
+        ran = 1;
+        RunItems(one);
+        one.clear();
       }
-      const std::size_t ran = taken.size();
-      taken.clear();
+      taken.clear();  // what a callback that destroyed the wheel left
       Done(ran);
       if (reaper_ != nullptr) break;
     }
     current_pool_ = nullptr;
+  }
+
+  // Runs each item's callback; true if one destroyed the wheel (the rest
+  // are dropped).
+  bool RunItems(std::vector<Item>& items) {
+    for (Item& item : items) {
+      try {
+        (*execute_)(std::move(item.first), std::move(item.second));
+      } catch (...) {
+        stats_->CountException();
+      }
+      if (reaper_ != nullptr) return true;  // the wheel is being destroyed
+    }
+    return false;
+  }
+
+  // Keeps an emptied batch's buffer for the loop, a few at most, so that
+  // the buffers in use follow the ticks in flight and no more.
+  void Recycle(std::vector<Item>& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    batch.clear();
+    if (spares_.size() < kMaxSpares && batch.capacity() != 0) {
+      spares_.push_back(std::move(batch));
+    }
+  }
+
+  // Items queued and not taken.
+  std::size_t QueuedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::size_t n = 0;
+    for (const std::vector<Item>& batch : batches_) n += batch.size();
+    return n - head_;
   }
 
   // n submitted items have been run or dropped.
@@ -243,11 +279,15 @@ class ExecutePool {
   const std::function<void()> on_idle_;
   const bool take_all_;  // one worker: it takes all that is queued
 
+  static constexpr std::size_t kMaxSpares = 4;
+
   Mutex mu_;
   std::condition_variable work_;
-  // Items before head_ are taken.
-  std::vector<Item> queue_ ABSL_GUARDED_BY(mu_);
+  // Fired timers, a tick's batch each, oldest first; the front batch's
+  // items before head_ are taken (several workers only).
+  std::deque<std::vector<Item>> batches_ ABSL_GUARDED_BY(mu_);
   std::size_t head_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::vector<Item>> spares_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool abandoned_ ABSL_GUARDED_BY(mu_) = false;  // see Abandon
 
