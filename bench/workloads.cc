@@ -867,6 +867,28 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
 // (what the second round no longer pays, or still does, when the first
 // round's memory is kept). Values tell the rounds apart: round r's timer i
 // has value r * n + i. K = std::string: W5-twice-str.
+// CPU time two busy threads get per second of wall time over `window`:
+// 2.0 on two idle cores, about 1.0 when the host gives the VM one core's
+// worth. The floor under any workload that keeps three threads busy.
+double CoresForTwoThreads(std::chrono::milliseconds window) {
+  std::atomic<double> cpu[2] = {0, 0};
+  const std::int64_t start = MonoNanos();
+  std::vector<std::thread> spinners;
+  for (int t = 0; t < 2; ++t) {
+    spinners.emplace_back([&, t] {
+      const double cpu0 = ThreadCpuSeconds();
+      volatile std::uint64_t x = 0;
+      while (MonoNanos() - start < window.count() * 1000000) {
+        for (int i = 0; i < 10000; ++i) x = x + i;
+      }
+      cpu[t].store(ThreadCpuSeconds() - cpu0);
+    });
+  }
+  for (std::thread& t : spinners) t.join();
+  const double wall = (MonoNanos() - start) / 1e9;
+  return (cpu[0].load() + cpu[1].load()) / wall;
+}
+
 template <typename K = std::uint64_t>
 void RunW5Twice(const Context& ctx) {
   constexpr int kRounds = 2;
@@ -892,12 +914,18 @@ void RunW5Twice(const Context& ctx) {
     std::int64_t logged = 0;
     std::int64_t minor_faults = 0;
     std::int64_t rss_end = 0;
+    double cores_available = 0, cores_used = 0;
   };
   std::vector<Round> rounds(kRounds);
   for (int r = 0; r < kRounds; ++r) {
     if (r > 0) std::this_thread::sleep_for(std::chrono::milliseconds(kGapMs));
     Round& round = rounds[r];
+    // The machine's floor, in the same run: how much CPU two busy threads
+    // get now (a shared VM may give two vCPUs one core's worth). A burst
+    // needs its producer, the loop and the execute worker at once.
+    round.cores_available = CoresForTwoThreads(std::chrono::milliseconds(200));
     const std::int64_t faults0 = MinorFaults();
+    const double cpu0 = ProcessCpuSeconds();
     round.start = MonoNanos();
     round.burst = SubmitBurst(ctx, *wheel, 1, keys,
                               static_cast<std::uint64_t>(r * n), delay_ns[r],
@@ -905,6 +933,8 @@ void RunW5Twice(const Context& ctx) {
     round.submitted = MonoNanos();
     round.logged = WaitLogged(recorder, (r + 1) * n) - r * n;
     round.done = MonoNanos();
+    round.cores_used =
+        (ProcessCpuSeconds() - cpu0) / ((round.done - round.start) / 1e9);
     round.minor_faults = MinorFaults() - faults0;
     round.rss_end = support::RssBytes();
   }
@@ -947,20 +977,24 @@ void RunW5Twice(const Context& ctx) {
         .Add("never_fired", f.never)
         .Add("stray", f.stray)
         .Add("minor_faults", round.minor_faults)
-        .Add("rss_end_mib", round.rss_end / 1048576.0);
+        .Add("rss_end_mib", round.rss_end / 1048576.0)
+        .Add("cores_available", round.cores_available)
+        .Add("cores_used", round.cores_used);
     ctx.results.Print(
         j, absl::StrFormat(
                "%s round %d of %d on one wheel%s: %" PRId64
                " timers submitted in %.3f s, all fired %.3f s after the first "
                "submission; lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
                "early %" PRId64 ", twice %" PRId64 ", lost %" PRId64
-               "; %" PRId64 " minor page faults in the round, RSS %.0f MiB",
+               "; %" PRId64 " minor page faults in the round, RSS %.0f MiB; "
+               "CPU %.2f cores used, two spinning threads got %.2f",
                workload, r + 1, kRounds,
                r > 0 ? absl::StrFormat(", %d ms after the last firing", kGapMs)
                      : "",
                n, submit, wall, f.LateMs(0.5), f.LateMs(0.99), f.MaxLateMs(),
                f.early, f.twice, f.never, round.minor_faults,
-               round.rss_end / 1048576.0));
+               round.rss_end / 1048576.0, round.cores_used,
+               round.cores_available));
   }
 }
 
