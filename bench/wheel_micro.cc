@@ -402,13 +402,15 @@ void BM_Pipeline(benchmark::State& state) {
       switch (kind) {
         case 0:
         case 3:
-          commands[i] = Cmd::Set(keys[i], i, 10 + rng.Below(591));
+          commands[i] =
+              Cmd::Set(keys[i], i, 10 + rng.Below(591), w->HashOf(keys[i]));
           break;
         case 1:
-          commands[i] = Cmd::Move(keys[picks[i]], 10 + rng.Below(591));
+          commands[i] = Cmd::Move(keys[picks[i]], 10 + rng.Below(591),
+                                  w->HashOf(keys[picks[i]]));
           break;
         default:
-          commands[i] = Cmd::Remove(keys[picks[i]]);
+          commands[i] = Cmd::Remove(keys[picks[i]], w->HashOf(keys[picks[i]]));
           break;
       }
     }

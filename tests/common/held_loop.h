@@ -2,11 +2,12 @@
 // long as a test needs: for max_pending, max_lag and batch admission.
 //
 // The loop applies commands at once unless it is busy, so keep it busy
-// deterministically: the loop is the only thread that hashes keys, and
-// GatedHash blocks it inside the hash of a hold key until the test releases
-// it. Meanwhile nothing is dequeued and no tick runs. (A blocked callback
-// would not do: the loop goes on applying commands while callbacks run,
-// docs/api.md S10.)
+// deterministically: the loop is the only thread that compares keys (callers
+// hash theirs, the loop compares a command's key with the one it finds under
+// that hash), and GatedEq blocks it comparing the hold key with itself until
+// the test releases it: set the hold key, then move it. Meanwhile nothing is
+// dequeued and no tick runs. (A blocked callback would not do: the loop goes
+// on applying commands while callbacks run, docs/api.md S10.)
 #ifndef TIMINGWHEEL_TESTS_COMMON_HELD_LOOP_H_
 #define TIMINGWHEEL_TESTS_COMMON_HELD_LOOP_H_
 
@@ -25,16 +26,17 @@
 namespace timingwheel {
 namespace testing {
 
-// The hold of the test running now: set by its owner, read by GatedHash.
+// The hold of the test running now: set by its owner, read by GatedEq.
 struct LoopGate {
   Event entered, released;
   std::atomic<bool> armed{true};
 };
 inline std::atomic<LoopGate*> g_loop_gate{nullptr};
 
-// absl::Hash, except that the first hash of the hold key (-1, or "hold")
-// while a LoopGate is set blocks until the gate is released.
-struct GatedHash {
+// std::equal_to, except that the first comparison of the hold key (-1, or
+// "hold") with itself while a LoopGate is set blocks until the gate is
+// released.
+struct GatedEq {
   static void HoldIfGated() {
     LoopGate* gate = g_loop_gate.load();
     if (gate != nullptr && gate->armed.exchange(false)) {
@@ -42,17 +44,17 @@ struct GatedHash {
       gate->released.WaitFor(kHangGuard);
     }
   }
-  std::size_t operator()(int key) const {
-    if (key == -1) HoldIfGated();
-    return absl::Hash<int>()(key);
+  bool operator()(int a, int b) const {
+    if (a == -1 && b == -1) HoldIfGated();
+    return a == b;
   }
-  std::size_t operator()(const std::string& key) const {
-    if (key == "hold") HoldIfGated();
-    return absl::Hash<std::string>()(key);
+  bool operator()(const std::string& a, const std::string& b) const {
+    if (a == "hold" && b == "hold") HoldIfGated();
+    return a == b;
   }
 };
 
-// Sets `gate` as the one GatedHash blocks on, for its lifetime.
+// Sets `gate` as the one GatedEq blocks on, for its lifetime.
 class GateScope {
  public:
   explicit GateScope(LoopGate* gate) { g_loop_gate.store(gate); }
@@ -60,8 +62,9 @@ class GateScope {
 };
 
 // A ManualWheel with `max_pending` (or other options) whose loop is held:
-// the hold key (-1) is set with a delay of an hour, and the loop blocks
-// hashing it until Release(). It stays pending: Stop returns it.
+// the hold key (-1) is set with a delay of an hour and then moved, and the
+// loop blocks looking it up for the move until Release(). It stays pending:
+// Stop returns it.
 class HeldLoop {
  public:
   static constexpr int kHoldKey = -1;
@@ -70,6 +73,10 @@ class HeldLoop {
       : HeldLoop(WithMaxPending(max_pending)) {}
   explicit HeldLoop(Options options) : w_(8, nullptr, options) {
     EXPECT_TRUE(w_.wheel().SetTimer(kHoldKey, 0, absl::Hours(1)).ok());
+    // A bound may refuse the move while the set is queued: retry until the
+    // loop has applied it (it is not held yet).
+    EXPECT_TRUE(BecomesTrue(
+        [&] { return w_.wheel().MoveTimer(kHoldKey, absl::Hours(1)).ok(); }));
   }
   ~HeldLoop() { Release(); }
 
@@ -77,7 +84,7 @@ class HeldLoop {
   bool Held() { return gate_.entered.WaitFor(kHangGuard); }
   // Lets the loop go.
   void Release() { gate_.released.Notify(); }
-  BasicManualWheel<GatedHash>& w() { return w_; }
+  BasicManualWheel<absl::Hash<int>, GatedEq>& w() { return w_; }
 
  private:
   static Options WithMaxPending(std::size_t max_pending) {
@@ -86,10 +93,10 @@ class HeldLoop {
     return options;
   }
 
-  // Declared first: outlives the wheel, whose loop may be inside the hash.
+  // Declared first: outlives the wheel, whose loop may be inside GatedEq.
   LoopGate gate_;
   GateScope scope_{&gate_};
-  BasicManualWheel<GatedHash> w_;
+  BasicManualWheel<absl::Hash<int>, GatedEq> w_;
 };
 
 }  // namespace testing

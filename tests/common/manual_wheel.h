@@ -58,14 +58,14 @@ struct Fire {
   std::thread::id thread;
 };
 
-// A TimingWheel<int, int, Hash> on its own ManualTicker that remembers, for
+// A TimingWheel<int, int, Hash, Eq> on its own ManualTicker that remembers, for
 // every execute call, the tick that triggered it. Ticks are run one at a
 // time so that each call can be attributed to its tick: ManualTicker::Tick
 // returns only after that tick's callbacks have returned.
-template <typename Hash>
+template <typename Hash, typename Eq = std::equal_to<int>>
 class BasicManualWheel {
  public:
-  using Wheel = TimingWheel<int, int, Hash>;
+  using Wheel = TimingWheel<int, int, Hash, Eq>;
   // Runs after the fire is recorded, on the execute worker.
   using Hook = std::function<void(Wheel& wheel, int key, int value)>;
 

@@ -35,7 +35,7 @@ namespace {
 using ::absl::StatusCode;
 using ::timingwheel::testing::Entries;
 using ::timingwheel::testing::Fire;
-using ::timingwheel::testing::GatedHash;
+using ::timingwheel::testing::GatedEq;
 using ::timingwheel::testing::GateScope;
 using ::timingwheel::testing::HeldLoop;
 using ::timingwheel::testing::IntWheel;
@@ -235,11 +235,12 @@ TEST(B2Batch, MaxPendingTakesAWholeBatchOrNone) {
 
 // B2 with values a move would visibly empty: a refused batch leaves every
 // key and value in `items` as it was, whether it is refused for room now
-// (ResourceExhausted: the loop is held inside the hash, so the queue
+// (ResourceExhausted: the loop is held comparing keys, so the queue
 // stays full) or as larger than max_pending can ever take
 // (InvalidArgument). An accepted batch then takes them.
 TEST(B2Batch, ARefusedBatchLeavesStringItemsAsTheyWere) {
-  using StringWheel = TimingWheel<std::string, std::string, GatedHash>;
+  using StringWheel = TimingWheel<std::string, std::string,
+                                  absl::Hash<std::string>, GatedEq>;
   using Items = std::vector<std::pair<std::string, std::string>>;
   auto ticker = std::make_shared<ManualTicker>();
   Options options = TestOptions();
@@ -257,6 +258,7 @@ TEST(B2Batch, ARefusedBatchLeavesStringItemsAsTheyWere) {
   ASSERT_TRUE(wheel.ok()) << wheel.status();
   StringWheel& w = **wheel;
   ASSERT_TRUE(w.SetTimer("hold", "", absl::Hours(1)).ok());
+  ASSERT_TRUE(w.MoveTimer("hold", absl::Hours(1)).ok());  // held comparing
   ASSERT_TRUE(gate.entered.WaitFor(kHangGuard));
   const std::string pad(40, 'x');  // beyond the small-string buffer
   auto item = [&](int i) {

@@ -78,16 +78,84 @@ TEST(Admission, MaxLagComparesTheQueuedWorkWithTheMeasuredPace) {
   EXPECT_TRUE(a.Admit(1).ok());
 }
 
-// One slow sample (a stretch of heavy firing, a preemption) moves the
-// estimate only part of the way, and later samples bring it back.
-TEST(Admission, OneSlowSampleDoesNotShutTheGate) {
+// The estimate errs slow: a sample slower than it becomes the estimate at
+// once, and the limit falls with it, so that commands dearer than measured
+// do not fill the queue with many max_lags of work; faster samples bring
+// it down a quarter of the way each.
+TEST(Admission, ASlowSampleRaisesTheEstimateAtOnce) {
   Admission a(0, absl::Milliseconds(1));
   TeachPace(a, 50);
   EXPECT_NEAR(a.ns_per_command(), 50, 1);
+  EXPECT_NEAR(static_cast<double>(a.lag_limit()), 20000, 1);  // 1 ms / 50 ns
+  a.RecordApplied(1000, absl::Milliseconds(1));               // 1 us a command
+  EXPECT_DOUBLE_EQ(a.ns_per_command(), 1000);
+  EXPECT_EQ(a.lag_limit(), 1000);
   a.RecordApplied(10, absl::Milliseconds(10));  // 1 ms a command
-  EXPECT_GT(a.ns_per_command(), 1000);
-  for (int i = 0; i < 60; ++i) a.RecordApplied(1000, absl::Microseconds(50));
-  EXPECT_LT(a.ns_per_command(), 60);
+  EXPECT_DOUBLE_EQ(a.ns_per_command(), 1e6);
+  EXPECT_EQ(a.lag_limit(), 1);
+  a.RecordApplied(2, absl::Milliseconds(1));  // 500 us: slower than nothing
+  EXPECT_GT(a.ns_per_command(), 500000);
+}
+
+TEST(Admission, FastSamplesLowerTheEstimateGradually) {
+  Admission a(0, absl::Milliseconds(1));
+  TeachPace(a, 1000);
+  EXPECT_NEAR(a.ns_per_command(), 1000, 1);
+  a.RecordApplied(1000, absl::Microseconds(200));  // 200 ns a command
+  EXPECT_NEAR(a.ns_per_command(), 800, 1);         // a quarter of the way
+  a.RecordApplied(1000, absl::Microseconds(200));
+  EXPECT_NEAR(a.ns_per_command(), 650, 1);
+  // The limit follows the estimate, not the last sample.
+  EXPECT_EQ(a.lag_limit(), static_cast<std::int64_t>(1e6 / a.ns_per_command()));
+  for (int i = 0; i < 60; ++i) a.RecordApplied(1000, absl::Microseconds(200));
+  EXPECT_NEAR(a.ns_per_command(), 200, 1);
+  EXPECT_NEAR(static_cast<double>(a.lag_limit()), 5000, 1);
+  // One slow stretch then fast ones again: up at once, down in a few
+  // dozen samples.
+  a.RecordApplied(10, absl::Milliseconds(10));
+  EXPECT_DOUBLE_EQ(a.ns_per_command(), 1e6);
+  for (int i = 0; i < 60; ++i) a.RecordApplied(1000, absl::Microseconds(200));
+  EXPECT_LT(a.ns_per_command(), 210);
+}
+
+// Before any sample the limit is at most 1,024 commands (or max_lag at the
+// first guess of 200 ns a command, when that is fewer), however cheap the
+// commands turn out to be; each sample lets it double, until the measured
+// pace decides.
+TEST(Admission, TheLimitStartsSmallAndGrowsWithSamples) {
+  Admission a(0, absl::Milliseconds(20));  // 100,000 at 200 ns
+  EXPECT_EQ(a.lag_limit(), 1024);
+  EXPECT_TRUE(a.Admit(1024).ok());
+  EXPECT_TRUE(a.Admit(1).ok());  // 1,024 queued before it: not over
+  EXPECT_EQ(a.Admit(1).code(), StatusCode::kResourceExhausted);
+  a.RecordApplied(1000, absl::Microseconds(10));  // 10 ns a command
+  EXPECT_EQ(a.lag_limit(), 2048);
+  EXPECT_TRUE(a.Admit(1).ok());
+  a.RecordApplied(1000, absl::Microseconds(10));
+  EXPECT_EQ(a.lag_limit(), 4096);
+  for (int i = 0; i < 100; ++i) a.RecordApplied(1000, absl::Microseconds(10));
+  EXPECT_NEAR(static_cast<double>(a.lag_limit()), 2000000, 1);  // 20 ms / 10 ns
+  // A slow sample lowers it at once, whatever the cap.
+  a.RecordApplied(1000, absl::Milliseconds(2));  // 2 us a command
+  EXPECT_EQ(a.lag_limit(), 10000);
+
+  // A small max_lag starts at max_lag over the guess.
+  Admission b(0, absl::Microseconds(100));
+  EXPECT_EQ(b.lag_limit(), 500);
+  // Commands of 2 us: the first sample leaves 1,024 * 2 us = 2 ms of them
+  // queued at most, and then max_lag's worth.
+  Admission c(0, absl::Milliseconds(20));
+  c.RecordApplied(256, absl::Microseconds(512));
+  EXPECT_EQ(c.lag_limit(), 2048);  // capped: 2,048 * 2 us = 4 ms < 20 ms
+  c.RecordApplied(256, absl::Microseconds(5120));  // 20 us a command
+  EXPECT_EQ(c.lag_limit(), 1000);
+}
+
+TEST(Admission, WithoutMaxLagNoLimit) {
+  Admission a(10, absl::ZeroDuration());
+  EXPECT_EQ(a.lag_limit(), std::numeric_limits<std::int64_t>::max());
+  a.RecordApplied(1000, absl::Seconds(1));  // ignored
+  EXPECT_EQ(a.lag_limit(), std::numeric_limits<std::int64_t>::max());
 }
 
 // A busy loop that has not come round to the queue for longer than max_lag

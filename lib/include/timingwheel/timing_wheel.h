@@ -101,12 +101,16 @@ class TimingWheel {
   // passed, measured from this call. A present key gets the new value and
   // deadline, and fires once, with the new value (the old value is
   // superseded). Errors: InvalidArgument, FailedPrecondition once stopped,
-  // ResourceExhausted beyond max_pending. Cost on the caller: one lock-free
-  // enqueue; on the loop: one map probe.
+  // ResourceExhausted beyond max_pending. Cost on the caller: the key's
+  // hash and one lock-free enqueue (plus, rarely, memory the wheel grows
+  // into, and a 50 us sleep while the loop is far behind: docs/api.md
+  // E13); on the loop: one map probe.
   absl::Status SetTimer(K key, V value, absl::Duration delay) {
     if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
-    return loop_->Push(
-        Cmd::Set(std::move(key), std::move(value), loop_->DeadlineTick(delay)));
+    loop_->BeforeSubmit();
+    const std::uint32_t hash = loop_->HashOf(key);
+    return loop_->Push(Cmd::Set(std::move(key), std::move(value),
+                                loop_->DeadlineTick(delay), hash));
   }
   template <typename Rep, typename Period>
   absl::Status SetTimer(K key, V value,
@@ -122,7 +126,10 @@ class TimingWheel {
   // write (the entry is relinked when its old slot comes round).
   absl::Status MoveTimer(K key, absl::Duration delay) {
     if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
-    return loop_->Push(Cmd::Move(std::move(key), loop_->DeadlineTick(delay)));
+    loop_->BeforeSubmit();
+    const std::uint32_t hash = loop_->HashOf(key);
+    return loop_->Push(
+        Cmd::Move(std::move(key), loop_->DeadlineTick(delay), hash));
   }
   template <typename Rep, typename Period>
   absl::Status MoveTimer(K key, std::chrono::duration<Rep, Period> delay) {
@@ -133,7 +140,9 @@ class TimingWheel {
   // Errors: FailedPrecondition once stopped, ResourceExhausted beyond
   // max_pending. Cost on the loop: one map probe and an O(1) unlink.
   absl::Status RemoveTimer(K key) {
-    return loop_->Push(Cmd::Remove(std::move(key)));
+    loop_->BeforeSubmit();
+    const std::uint32_t hash = loop_->HashOf(key);
+    return loop_->Push(Cmd::Remove(std::move(key), hash));
   }
 
   // --- Batch calls (docs/api.md "Batch calls"): each is the single call
@@ -156,10 +165,12 @@ class TimingWheel {
     if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
     if (absl::Status s = CheckBatchSize(items.size()); !s.ok()) return s;
     if (items.empty()) return loop_->EmptyBatch();
+    loop_->BeforeSubmit();
     const std::uint64_t deadline = loop_->DeadlineTick(delay);
     return loop_->PushEach(items.size(), [&](std::size_t i) noexcept {
+      const std::uint32_t hash = loop_->HashOf(items[i].first);
       return Cmd::Set(std::move(items[i].first), std::move(items[i].second),
-                      deadline);
+                      deadline, hash);
     });
   }
   template <typename Rep, typename Period>
@@ -174,11 +185,12 @@ class TimingWheel {
     if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
     if (absl::Status s = CheckBatchSize(keys.size()); !s.ok()) return s;
     if (keys.empty()) return loop_->EmptyBatch();
+    loop_->BeforeSubmit();
     const std::uint64_t deadline = loop_->DeadlineTick(delay);
-    return loop_->PushEach(keys.size(),
-                           [&](std::size_t i) noexcept(kNothrowCopyableKey) {
-                             return Cmd::Move(keys[i], deadline);
-                           });
+    return loop_->PushEach(
+        keys.size(), [&](std::size_t i) noexcept(kNothrowCopyableKey) {
+          return Cmd::Move(keys[i], deadline, loop_->HashOf(keys[i]));
+        });
   }
   template <typename Rep, typename Period>
   absl::Status MoveTimers(absl::Span<const K> keys,
@@ -192,10 +204,11 @@ class TimingWheel {
                   "RemoveTimers needs nothrow-movable K and V");
     if (absl::Status s = CheckBatchSize(keys.size()); !s.ok()) return s;
     if (keys.empty()) return loop_->EmptyBatch();
-    return loop_->PushEach(keys.size(),
-                           [&](std::size_t i) noexcept(kNothrowCopyableKey) {
-                             return Cmd::Remove(keys[i]);
-                           });
+    loop_->BeforeSubmit();
+    return loop_->PushEach(
+        keys.size(), [&](std::size_t i) noexcept(kNothrowCopyableKey) {
+          return Cmd::Remove(keys[i], loop_->HashOf(keys[i]));
+        });
   }
 
   // Removes every timer present when the loop applies this command and calls

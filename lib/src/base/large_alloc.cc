@@ -59,6 +59,30 @@ void LargeReleasePart(void* p, std::size_t bytes) noexcept {
   if (p != nullptr) ReleasePages(p, bytes);
 }
 
+void MakeResident(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr || bytes == 0) return;
+  auto* bytes_ptr = static_cast<unsigned char*>(p);
+#if defined(__linux__)
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+#if !defined(MADV_POPULATE_WRITE)
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers
+#endif
+  const auto start = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = start / page * page;
+  const std::uintptr_t last = (start + bytes + page - 1) / page * page;
+  if (madvise(reinterpret_cast<void*>(first), last - first,
+              MADV_POPULATE_WRITE) == 0) {
+    return;
+  }
+#else
+  const std::uintptr_t page = 4096;
+#endif
+  // An older kernel: touch each page. Volatile, so the writes stay.
+  volatile unsigned char* v = bytes_ptr;
+  for (std::size_t off = 0; off < bytes; off += page) v[off] = 0;
+  v[bytes - 1] = 0;
+}
+
 void LargeRelease(void* p, std::size_t bytes, std::size_t align) noexcept {
   if (p == nullptr) return;
   ReleasePages(p, bytes);

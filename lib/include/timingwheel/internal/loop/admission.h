@@ -28,8 +28,14 @@ namespace internal {
 // The loop's pace is not known in advance and changes with the wheel's
 // size, the mix of commands, the timers firing and the machine's load, so
 // the loop measures it in wall time while busy (RecordApplied) and
-// publishes how many commands it works off within max_lag; a producer
-// compares the queued count with that.
+// publishes how many commands it works off within max_lag (lag_limit); a
+// producer compares the queued count with that, and the loop ends a round
+// of taking commands there, so that the ticks due meanwhile run.
+// The estimate errs slow: a slower sample raises it at once, faster ones
+// lower it a quarter of the way each. A queue admitted at a pace the loop
+// does not keep holds its excess in full, and every timer in it fires that
+// much late; a limit too low for a few samples only refuses callers who
+// retry.
 // Only what is already queued decides, not the size of the call, so a call
 // of any size is admitted into an empty queue and no caller retries for
 // ever.
@@ -96,16 +102,32 @@ class Admission {
   }
 
   // Loop side, with max_lag set: the loop took `elapsed` of wall time,
-  // all its work included, to apply `commands` commands (> 0). Each sample
-  // moves the estimate a quarter of the way, so that one stretch slowed by
-  // preemption or a burst of firing lowers the limit for a few samples
-  // only.
+  // all its work included, to apply `commands` commands (> 0). A sample
+  // slower than the estimate becomes the estimate at once: commands that
+  // cost ten times the estimate would otherwise fill the queue with ten
+  // max_lags of work for several samples, and that work is done, late,
+  // whatever the estimate says afterwards. A faster sample moves it a
+  // quarter of the way, so that one quick stretch (a run of removes of
+  // absent keys) does not open the gate to a backlog. Each sample also
+  // lets the limit double (see kStartLimit).
   void RecordApplied(std::size_t commands, absl::Duration elapsed) {
     if (max_lag_ns_ <= 0 || commands == 0) return;
     const double per_command =
         absl::ToDoubleNanoseconds(elapsed) / static_cast<double>(commands);
-    ns_per_command_ += (per_command - ns_per_command_) / 4;
+    if (per_command >= ns_per_command_) {
+      ns_per_command_ = per_command;
+    } else {
+      ns_per_command_ += (per_command - ns_per_command_) / 4;
+    }
+    limit_cap_ = std::min(2 * limit_cap_, kMaxLimit);
     PublishLimit();
+  }
+
+  // Loop side: the commands the loop works off within max_lag at its
+  // measured pace, where a round of taking them ends; INT64_MAX without
+  // max_lag.
+  std::int64_t lag_limit() const {
+    return lag_limit_.load(std::memory_order_relaxed);
   }
 
   // Loop side, with max_lag set: the loop starts a round of taking
@@ -138,8 +160,22 @@ class Admission {
   // round at once.
   static constexpr std::int64_t kIdle =
       std::numeric_limits<std::int64_t>::max();
-  // Before any sample: a pessimistic guess for a wheel of millions.
+  // Before any sample: a pessimistic guess for a wheel of millions with
+  // cheap keys.
   static constexpr double kInitialNsPerCommand = 200;
+  // Before any sample the limit is at most this many commands, and each
+  // sample lets it double at most. A guess of the pace says nothing about
+  // the key type: with keys that cost the loop 2 us to hash or move (or a
+  // wheel far larger than the cache), max_lag / 200 ns commands would take
+  // the loop ten times max_lag or more, and the first flood fills the queue
+  // before the first sample comes (the loop takes them all in one round,
+  // and each sample comes at most kPaceCommands commands or a millisecond
+  // later). Capped, the first flood queues this many: max_lag's worth for
+  // commands of up to max_lag / 1024 each (20 us at 20 ms), after which
+  // the measured pace takes over; and the doubling leaves a cheap loop its
+  // full limit after ten to twenty samples: a few milliseconds of a flood.
+  static constexpr double kStartLimit = 1024;
+  static constexpr double kMaxLimit = 1e15;
 
   // With `before` commands queued: would working them off take the loop
   // longer than max_lag, or is it more than max_lag behind already? Reads
@@ -166,7 +202,7 @@ class Admission {
 
   void PublishLimit() {
     const double limit = max_lag_ns_ / std::max(ns_per_command_, 1.0);
-    lag_limit_.store(static_cast<std::int64_t>(std::min(limit, 1e15)),
+    lag_limit_.store(static_cast<std::int64_t>(std::min(limit, limit_cap_)),
                      std::memory_order_relaxed);
   }
 
@@ -174,6 +210,7 @@ class Admission {
   const double max_lag_ns_;  // 0: no lag bound
   const bool counting_;
   double ns_per_command_ = kInitialNsPerCommand;  // loop thread only
+  double limit_cap_ = kStartLimit;                // loop thread only
   // Commands the loop can apply within max_lag; no bound without max_lag.
   alignas(64) std::atomic<std::int64_t> lag_limit_{
       std::numeric_limits<std::int64_t>::max()};

@@ -62,17 +62,16 @@ class ApplyPipeline {
   }
 
  private:
-  // Stage 1: hash the key once for every stage, and fetch its index lines.
+  // Stage 1: fetch the key's index lines (the caller hashed the key).
   void FetchIndex(Cmd* commands, std::size_t i) {
     if (!commands[i].counted()) return;
-    hashes_[i] = wheel_->HashOf(commands[i].key());
-    wheel_->PrefetchIndex(hashes_[i]);
+    wheel_->PrefetchIndex(commands[i].hash());
   }
 
   // Stage 2: the index lines have arrived; fetch the entry they name.
   void FetchEntry(Cmd* commands, std::size_t i) {
     if (!commands[i].counted()) return;
-    wheel_->PrefetchEntry(hashes_[i]);
+    wheel_->PrefetchEntry(commands[i].hash());
   }
 
   // Stage 3: apply.
@@ -83,17 +82,17 @@ class ApplyPipeline {
       case Cmd::Kind::kSet:
         ++counts.applied;
         if (wheel_->Set(std::move(c.key()), std::move(c.value()), c.deadline(),
-                        hashes_[i])) {
+                        c.hash())) {
           ++counts.superseded;
         }
         return;
       case Cmd::Kind::kMove:
         ++counts.applied;
-        if (wheel_->Move(c.key(), c.deadline(), hashes_[i])) ++counts.moved;
+        if (wheel_->Move(c.key(), c.deadline(), c.hash())) ++counts.moved;
         return;
       case Cmd::Kind::kRemove:
         ++counts.applied;
-        if (wheel_->Remove(c.key(), hashes_[i])) ++counts.removed;
+        if (wheel_->Remove(c.key(), c.hash())) ++counts.removed;
         return;
       default:
         other(c);
@@ -102,8 +101,6 @@ class ApplyPipeline {
   }
 
   WheelType* const wheel_;
-  // Of the batch in flight: each command's key hash.
-  std::uint32_t hashes_[kBatch];
 };
 
 }  // namespace internal

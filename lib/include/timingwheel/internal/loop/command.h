@@ -52,6 +52,7 @@ struct CommandFields {
   // Takes what `other` holds, leaving it empty.
   void Take(CommandFields& other) {
     kind_ = other.kind_;
+    hash_ = other.hash_;
     arg_ = other.arg_;
     if (HasKey()) key_.Construct(std::move(other.key_.Get()));
     if (HasValue()) value_.Construct(std::move(other.value_.Get()));
@@ -59,6 +60,10 @@ struct CommandFields {
   }
 
   CommandKind kind_ = CommandKind::kNone;
+  // The key's hash (Wheel::HashOf), computed on the caller's thread: hashing
+  // scales with the callers, and what a command costs the loop does not
+  // depend on how dear the key's hash is (a long string, a user's hash).
+  std::uint32_t hash_ = 0;
   union Arg {
     std::uint64_t deadline;
     DrainRequest<K, V>* drain;
@@ -108,21 +113,23 @@ class Command : private CommandStorage<K, V> {
 
   Command() = default;
 
-  static Command Set(K key, V value, std::uint64_t deadline) {
-    Command c(Kind::kSet);
+  // Keyed commands carry their key's hash: Wheel::HashOf(key).
+  static Command Set(K key, V value, std::uint64_t deadline,
+                     std::uint32_t hash) {
+    Command c(Kind::kSet, hash);
     c.key_.Construct(std::move(key));
     c.value_.Construct(std::move(value));
     c.arg_.deadline = deadline;
     return c;
   }
-  static Command Move(K key, std::uint64_t deadline) {
-    Command c(Kind::kMove);
+  static Command Move(K key, std::uint64_t deadline, std::uint32_t hash) {
+    Command c(Kind::kMove, hash);
     c.key_.Construct(std::move(key));
     c.arg_.deadline = deadline;
     return c;
   }
-  static Command Remove(K key) {
-    Command c(Kind::kRemove);
+  static Command Remove(K key, std::uint32_t hash) {
+    Command c(Kind::kRemove, hash);
     c.key_.Construct(std::move(key));
     return c;
   }
@@ -143,12 +150,16 @@ class Command : private CommandStorage<K, V> {
   bool counted() const { return this->HasKey(); }
   K& key() { return this->key_.Get(); }
   V& value() { return this->value_.Get(); }
+  std::uint32_t hash() const { return this->hash_; }
   std::uint64_t deadline() const { return this->arg_.deadline; }
   DrainRequest<K, V>* drain() const { return this->arg_.drain; }
   TickRequest* tick() const { return this->arg_.tick; }
 
  private:
-  explicit Command(Kind kind) { this->kind_ = kind; }
+  explicit Command(Kind kind, std::uint32_t hash = 0) {
+    this->kind_ = kind;
+    this->hash_ = hash;
+  }
 };
 
 static_assert(

@@ -151,6 +151,9 @@ class CommandQueue {
   void RecordApplied(std::size_t commands, absl::Duration elapsed) {
     admission_.RecordApplied(commands, elapsed);
   }
+  // Consumer side: where a round of taking commands ends, for max_lag (see
+  // Admission::lag_limit).
+  std::int64_t LagLimit() const { return admission_.lag_limit(); }
 
  private:
   // An input iterator over make(0), make(1), ...: what moodycamel's bulk

@@ -9,6 +9,7 @@
 #define TIMINGWHEEL_INTERNAL_LOOP_EVENT_LOOP_H_
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -26,7 +27,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "timingwheel/internal/base/check.h"
+#include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/base/mutex.h"
+#include "timingwheel/internal/base/resident_block.h"
 #include "timingwheel/internal/loop/apply_pipeline.h"
 #include "timingwheel/internal/loop/callback_scope.h"
 #include "timingwheel/internal/loop/command.h"
@@ -73,6 +76,7 @@ class EventLoop final : public TickSink {
         execute_pool_(options.execute_workers, &execute_, Owner(), &stats_,
                       ManualTickEndsWhenIdle()) {
     wheel_.Reserve(options.expected_timers);
+    wheel_.UseResidentBlocks(&pool_block_, &index_block_);
   }
 
   ~EventLoop() {
@@ -132,6 +136,29 @@ class EventLoop final : public TickSink {
     return time_.DeadlineTick(delay);
   }
   absl::Duration Now() const { return time_.Now(); }
+
+  // Any thread, at the start of a call that queues keyed work, before it
+  // reads the time its deadline counts from: what a burst costs is paid by
+  // its producer, not by every timer queued behind it on the loop.
+  //  - The caller faults in the memory the loop will grow into next, if the
+  //    loop has asked for it and nobody provides it yet
+  //    (base/resident_block.h).
+  //  - While the loop has more than kPaceCallersAbove commands queued, the
+  //    caller sleeps kPaceSleep once: on a machine with fewer free cores
+  //    than busy threads, a producer that never stops takes the loop's
+  //    core, and every queued timer fires that much later; a sleeping one
+  //    gives the core to the loop. The call is still accepted.
+  // Three relaxed loads of lines that change rarely when neither applies.
+  void BeforeSubmit() noexcept {
+    if (pool_block_.Wanted()) pool_block_.Provide();
+    if (index_block_.Wanted()) index_block_.Provide();
+    if (backlog_high_.load(std::memory_order_relaxed)) [[unlikely]] {
+      PaceCaller();
+    }
+  }
+
+  // Any thread: the hash a keyed command carries (Wheel::HashOf).
+  std::uint32_t HashOf(const K& key) const { return FoldHash32(hash_(key)); }
 
   absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
   // What a batch call of no items returns: OK, or FailedPrecondition once
@@ -214,6 +241,10 @@ class EventLoop final : public TickSink {
   // Commands applied per round at least, before the loop looks at the clock
   // again (more when more were already queued: see Run).
   static constexpr std::size_t kMinCommandsPerRound = 8192;
+  // BeforeSubmit: callers sleep kPaceSleep while more commands than this
+  // are queued, about a millisecond of the loop's work at a million timers.
+  static constexpr std::size_t kPaceCallersAbove = 16384;
+  static constexpr std::chrono::microseconds kPaceSleep{50};
   // Timers a round moves down from each draining coarse slot, before the
   // slot's last tick nears (then more: Wheel::Cascade).
   static constexpr std::size_t kCascadeBudget = 1024;
@@ -260,9 +291,13 @@ class EventLoop final : public TickSink {
       FinishManualTick();
       const std::uint64_t due =
           tick_callbacks_running_ ? wheel_.now() : time_.DueTick(wheel_.now());
+      // With max_lag, also once it has applied max_lag's worth at the
+      // measured pace (ApplyQueued).
+      const std::size_t queued = queue_.SizeApprox();
+      SignalBacklog(queued);
       const std::size_t applied =
-          ApplyQueued(std::max(kMinCommandsPerRound, queue_.SizeApprox()));
-      pace_commands_ += applied;
+          ApplyQueued(std::max(kMinCommandsPerRound, queued));
+      if (applied != 0) SignalBacklog(queue_.SizeApprox());
       if (stop_requested_) {
         FinishStop();
         return;
@@ -292,7 +327,7 @@ class EventLoop final : public TickSink {
       // that is due. Its time is no command's: the pace window restarts.
       if (CheckWheel()) slept = true;
       // The last step may have freed memory since Publish.
-      if (wheel_.MemoryBytes() != stats_.counts().memory_bytes) Publish();
+      if (MemoryBytes() != stats_.counts().memory_bytes) Publish();
       absl::Duration wait = time_.UntilTick(wheel_.NextDueTick(), kMaxSleep);
       if (compact_after_ != kNotCompacting) {
         wait = std::min(wait, absl::FromChrono(compact_after_ - Clock::now()));
@@ -344,6 +379,9 @@ class EventLoop final : public TickSink {
   // rate is measured over kEarlyGrowthWindow from when the index is half
   // full; a reading of the clock a round meanwhile.
   void GrowEarly() {
+    if (const std::size_t bytes = wheel_.IndexGrowthBytes(); bytes != 0) {
+      index_block_.Want(bytes, wheel_.kTableAlign);
+    }
     if (!wheel_.WantsEarlyGrowth()) {
       growth_watch_start_ = kNotWatching;
       return;
@@ -397,26 +435,59 @@ class EventLoop final : public TickSink {
       compact_after_ = now + absl::ToChronoNanoseconds(memory_decay_);
     }
     if (now < compact_after_) return false;
+    // The index table held ahead for a growth goes with the rest (the pool
+    // drops its own block when it frees chunks).
+    index_block_.Drop();
     return wheel_.Compact(kCompactBudget);
   }
 
   // Applies queued commands until the queue is empty or at least `limit`
   // were applied; returns how many.
+  // With Options::max_lag, it also reads the clock after each batch, to
+  // measure the pace within a long round too (SamplePace), and ends the
+  // round once it has applied what the loop works off within max_lag at
+  // that pace (Admission::lag_limit), taking no more than that in a batch:
+  // admission keeps about that much queued, so the round rarely ends with
+  // commands that were waiting at its start left over, but when they turn
+  // out dearer than measured, the ticks due meanwhile run next rather than
+  // after the whole queue. At least kMinTake commands a round, so that a
+  // tiny limit (a max_lag of nanoseconds) does not leave the loop running
+  // a round, with its fixed costs, per command. A clock read per batch: a
+  // fraction of a nanosecond per command when commands are cheap (batches
+  // of 256), nothing next to them when they are dear.
   std::size_t ApplyQueued(std::size_t limit) {
     std::size_t total = 0;
+    if (!queue_.BoundsLag()) {
+      for (;;) {
+        const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
+        pipeline_.Apply(batch_.data(), n, stats_.counts(),
+                        [this](Cmd& c) { ApplyUnkeyed(c); });
+        total += n;
+        if (n < batch_.size() || total >= limit) return total;
+      }
+    }
+    constexpr std::size_t kMinTake = 32;
     for (;;) {
-      const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
+      const auto lag_limit = static_cast<std::size_t>(queue_.LagLimit());
+      const std::size_t room = lag_limit > total ? lag_limit - total : 0;
+      if (total != 0 && room == 0) return total;
+      const std::size_t take =
+          std::min(batch_.size(), std::max(room, kMinTake));
+      const std::size_t n = queue_.PopBulk(batch_.data(), take);
       pipeline_.Apply(batch_.data(), n, stats_.counts(),
                       [this](Cmd& c) { ApplyUnkeyed(c); });
       total += n;
-      if (n < batch_.size() || total >= limit) return total;
+      pace_commands_ += n;
+      if (n != 0) SamplePace(Clock::now(), false);
+      if (n < take || total >= limit) return total;
     }
   }
 
   // Options::max_lag: the loop's pace, for admission. Measured in wall time
   // over busy stretches, ticks and all (whatever keeps the loop from the
   // queue delays a queued command just as much), in windows of
-  // kPaceCommands commands or kPaceWindow, whichever ends first. Called at
+  // kPaceCommands commands or kPaceWindow, whichever ends first (checked
+  // here and after each batch a round applies: SamplePace). Called at
   // the start of each round, with `slept` when the loop slept since the
   // last call: idle time says nothing about the pace. A window that drained
   // the wheel is dropped (a Drain's cost is its own, not the commands').
@@ -428,6 +499,14 @@ class EventLoop final : public TickSink {
     const Clock::time_point now = Clock::now();
     queue_.RoundStarts(now);
     queue_.WorkDueAt(time_.SteadyNanosOfTick(wheel_.NextDueTick()));
+    SamplePace(now, slept);
+  }
+
+  // The pace window at `now` (with max_lag): restarted after a sleep or a
+  // Drain, recorded and restarted once full. ApplyQueued calls it after
+  // each batch too, so a round that takes longer than the window is
+  // measured while it runs.
+  void SamplePace(Clock::time_point now, bool slept) {
     if (slept || drained_in_window_) {
       pace_start_ = now;
       pace_commands_ = 0;
@@ -505,6 +584,7 @@ class EventLoop final : public TickSink {
   // After the Stop command: the gate was closed before it was pushed, so
   // whatever is still queued was accepted and must be applied.
   void FinishStop() {
+    SignalBacklog(0);  // no caller waits for a loop that is gone
     while (ApplyQueued(kMinCommandsPerRound) != 0) {
     }
     // A Tick call still waiting returns after its callbacks (its (c)).
@@ -517,11 +597,30 @@ class EventLoop final : public TickSink {
     Publish();
   }
 
+  // Tells callers whether to pace themselves (BeforeSubmit); written only
+  // when it changes, so callers' loads stay hits.
+  void SignalBacklog(std::size_t queued) {
+    const bool high = queued > kPaceCallersAbove;
+    if (high != backlog_high_.load(std::memory_order_relaxed)) {
+      backlog_high_.store(high, std::memory_order_relaxed);
+    }
+  }
+
+  [[gnu::noinline]] static void PaceCaller() noexcept {
+    std::this_thread::sleep_for(kPaceSleep);
+  }
+
+  // The wheel's memory and the blocks held ready for it.
+  std::size_t MemoryBytes() const {
+    return wheel_.MemoryBytes() + pool_block_.ReadyBytes() +
+           index_block_.ReadyBytes();
+  }
+
   void Publish() {
     stats_.counts().pending = wheel_.size();
     stats_.counts().ticks = wheel_.now();
     stats_.counts().refiled = wheel_.refiled();
-    stats_.counts().memory_bytes = wheel_.MemoryBytes();
+    stats_.counts().memory_bytes = MemoryBytes();
     stats_.Publish();
   }
 
@@ -533,7 +632,16 @@ class EventLoop final : public TickSink {
   LoopStats stats_;
 
   // Loop thread only.
+  // The wheel's next pool block and index table, made resident by callers
+  // (ProvideMemory); the loop owns them, callers only provide.
+  ResidentBlock pool_block_;
+  ResidentBlock index_block_;
+  // More than kPaceCallersAbove commands queued when the loop last looked.
+  alignas(64) std::atomic<bool> backlog_high_{false};
   Wheel<K, V, Hash, Eq> wheel_;
+  // Callers hash their keys with it (HashOf), concurrently: Hash is called
+  // const, as std::hash and absl::Hash allow.
+  const Hash hash_{};
   Pipeline pipeline_;
   std::vector<Cmd> batch_;  // commands being applied
   Entries fired_;           // for the execute pool

@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/base/large_alloc.h"
+#include "timingwheel/internal/base/resident_block.h"
 
 namespace timingwheel {
 namespace internal {
@@ -80,7 +81,9 @@ namespace internal {
 // Chunks: the first kChunksPerSlab are allocated one by one, so a small
 // wheel stays small; later ones are cut from slabs of kChunksPerSlab chunks
 // (with 32-byte entries a slab is 2 MiB, one LargeAllocate). A shrink keeps
-// whole slabs.
+// whole slabs. With a ResidentBlock (UseResidentBlock), the pool asks it
+// for its next chunk or slab ahead, and takes that block when it grows, so
+// that another thread has faulted the memory in (base/resident_block.h).
 template <typename Entry>
 class EntryPool {
  public:
@@ -114,6 +117,14 @@ class EntryPool {
   // Entries allocated and not freed.
   std::uint32_t Live() const { return live_; }
 
+  // From now on the pool's next block comes from `block` when it is ready
+  // there, and the pool says what it will need next; nullptr: never.
+  // `block` outlives the pool's use of it. O(1).
+  void UseResidentBlock(ResidentBlock* block) {
+    resident_ = block;
+    if (used_ >= want_at_) WantNextBlock();
+  }
+
   // Makes sure the next Allocate does not allocate memory. Throws
   // std::bad_alloc, changing no entry, when memory or indices run out.
   // Amortized O(1); a new slab costs one LargeAllocate.
@@ -133,6 +144,8 @@ class EntryPool {
       i = used_;
       TW_DCHECK(i < capacity_);  // ReserveOne came first
       scan_ = used_ = i + 1;
+      if (i == want_at_) [[unlikely]]
+        WantNextBlock();
     } else {
       i = AllocateLazy();
     }
@@ -397,15 +410,35 @@ class EntryPool {
     chunks_.reserve(c + 1);
     Entry* chunk;
     if (c < kChunksPerSlab) {
-      chunk = static_cast<Entry*>(LargeAllocate(kChunkBytes, alignof(Entry)));
+      chunk = static_cast<Entry*>(AllocateBlock(kChunkBytes));
     } else if (c % kChunksPerSlab == 0) {
-      chunk = static_cast<Entry*>(
-          LargeAllocate(kChunkBytes * kChunksPerSlab, alignof(Entry)));
+      chunk = static_cast<Entry*>(AllocateBlock(kChunkBytes * kChunksPerSlab));
     } else {
       chunk = chunks_[c - 1] + kChunkSize;  // the next one of this slab
     }
     chunks_.push_back(chunk);
     SetCapacity();
+    if (used_ >= want_at_) WantNextBlock();
+  }
+
+  // A block for chunks: the resident one if it is ready, else a new one.
+  void* AllocateBlock(std::size_t bytes) {
+    if (resident_ != nullptr) {
+      if (void* p = resident_->Take(bytes, alignof(Entry))) return p;
+    }
+    return LargeAllocate(bytes, alignof(Entry));
+  }
+
+  // Tells the resident block what the pool allocates next: a chunk while
+  // it has fewer than kChunksPerSlab, else a slab. Asked once the last
+  // block is being used (want_at_), so that a pool whose live set stays
+  // below its top holds nothing ready.
+  [[gnu::noinline]] void WantNextBlock() {
+    if (resident_ == nullptr) return;
+    resident_->Want(chunks_.size() < kChunksPerSlab
+                        ? kChunkBytes
+                        : kChunkBytes * kChunksPerSlab,
+                    alignof(Entry));
   }
 
   // Every entry above the kept range is free: drop them and their chunks.
@@ -425,6 +458,8 @@ class EntryPool {
     // here, keeping the old capacity.
     chunks_.shrink_to_fit();
     SetCapacity();
+    // Memory goes back: the block held ahead too, until growth nears again.
+    if (resident_ != nullptr) resident_->Drop();
   }
 
   // Frees chunk c's memory (a whole slab at a slab's first chunk); `release`
@@ -441,6 +476,17 @@ class EntryPool {
   void SetCapacity() {
     capacity_ = static_cast<std::uint32_t>(
         std::min<std::size_t>(chunks_.size() * kChunkSize, kMaxEntries));
+    // The next block starts at the end of the current one; want it once
+    // the current one (a chunk, or a slab) is entered.
+    const std::size_t c = chunks_.size();
+    std::size_t block = kChunkSize;
+    std::size_t end = c * kChunkSize;
+    if (c >= kChunksPerSlab) {
+      block = kChunksPerSlab * kChunkSize;
+      end = (c + kChunksPerSlab - 1) / kChunksPerSlab * block;
+    }
+    want_at_ = static_cast<std::uint32_t>(
+        std::min<std::size_t>(end - std::min(end, block), kMaxEntries));
   }
 
   // Invariants (CheckInvariants checks them):
@@ -464,6 +510,9 @@ class EntryPool {
   std::uint32_t limit_ = kNoLimit;
   std::uint32_t top_ = 0;
   std::uint32_t listed_ = 0;  // pushed on the free list since Reorder
+  ResidentBlock* resident_ = nullptr;
+  // The index whose handing out asks resident_ for the next block.
+  std::uint32_t want_at_ = 0;
 };
 
 }  // namespace internal

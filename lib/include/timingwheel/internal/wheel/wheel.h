@@ -120,6 +120,18 @@ class Wheel {
   // Makes room for n timers in the key index (no rehash below that).
   void Reserve(std::size_t n) { index_.Reserve(n); }
 
+  // Blocks another thread makes resident ahead (base/resident_block.h): the
+  // pool's next chunk or slab, and the key index's next table, which the
+  // owner asks for once IndexGrowthBytes says the growth is near:
+  //   if (std::size_t b = wheel.IndexGrowthBytes()) block.Want(b, kTableAlign);
+  // nullptr: the wheel allocates its memory itself. O(1).
+  void UseResidentBlocks(ResidentBlock* pool, ResidentBlock* index) {
+    pool_.UseResidentBlock(pool);
+    index_.UseResidentBlock(index);
+  }
+  std::size_t IndexGrowthBytes() const { return index_.NextGrowthBytes(); }
+  static constexpr std::size_t kTableAlign = KeyIndex::kTableAlign;
+
   // Ticks processed so far.
   std::uint64_t now() const { return now_; }
   // Pending timers.
