@@ -59,27 +59,28 @@ void LargeReleasePart(void* p, std::size_t bytes) noexcept {
   if (p != nullptr) ReleasePages(p, bytes);
 }
 
-void MakeResident(void* p, std::size_t bytes) noexcept {
-  if (p == nullptr || bytes == 0) return;
-  auto* bytes_ptr = static_cast<unsigned char*>(p);
+bool PopulateForWrite(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr || bytes == 0) return true;
 #if defined(__linux__)
-  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
 #if !defined(MADV_POPULATE_WRITE)
   constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers
 #endif
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto start = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t first = start / page * page;
   const std::uintptr_t last = (start + bytes + page - 1) / page * page;
-  if (madvise(reinterpret_cast<void*>(first), last - first,
-              MADV_POPULATE_WRITE) == 0) {
-    return;
-  }
+  return madvise(reinterpret_cast<void*>(first), last - first,
+                 MADV_POPULATE_WRITE) == 0;
 #else
-  const std::uintptr_t page = 4096;
+  return false;
 #endif
+}
+
+void MakeResident(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr || bytes == 0 || PopulateForWrite(p, bytes)) return;
   // An older kernel: touch each page. Volatile, so the writes stay.
-  volatile unsigned char* v = bytes_ptr;
-  for (std::size_t off = 0; off < bytes; off += page) v[off] = 0;
+  volatile unsigned char* v = static_cast<unsigned char*>(p);
+  for (std::size_t off = 0; off < bytes; off += 4096) v[off] = 0;
   v[bytes - 1] = 0;
 }
 

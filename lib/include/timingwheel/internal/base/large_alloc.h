@@ -41,6 +41,12 @@ void LargeReleasePart(void* p, std::size_t bytes) noexcept;
 // else a write to each page. The contents stay unspecified.
 void MakeResident(void* p, std::size_t bytes) noexcept;
 
+// MakeResident without the writes: only the madvise, which changes no byte
+// and fails harmlessly on memory no longer mapped, so it may run on a block
+// another thread owns and may free meanwhile. False where it is not
+// available (then nothing is done).
+bool PopulateForWrite(void* p, std::size_t bytes) noexcept;
+
 }  // namespace internal
 }  // namespace timingwheel
 

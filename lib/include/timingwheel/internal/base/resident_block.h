@@ -133,6 +133,60 @@ class ResidentBlock {
   void* block_ = nullptr;
 };
 
+// A range of a block the owner has allocated and will fill in order, a
+// step at a time (the key index's new table during a growth), which any
+// thread may fault in meanwhile:
+//
+//   owner:  range.Post(p, bytes);         // after allocating p
+//   caller: if (range.Posted()) range.Populate();
+//
+// Faulting in changes no byte, so a caller that populates while the owner
+// writes the range races with nothing; and if the owner has freed the block
+// by then, madvise fails or populates memory of no one's concern. The
+// owner never waits: pages not yet populated it faults in itself.
+class ResidentRange {
+ public:
+  // Owner: asks for [p, p + bytes) to be faulted in, replacing a request
+  // no caller has taken yet.
+  void Post(void* p, std::size_t bytes) {
+    int state = state_.load(std::memory_order_acquire);
+    if (state == kTaken) return;  // the caller reads p_ and bytes_: keep
+    if (state == kPosted &&
+        !state_.compare_exchange_strong(state, kIdle,
+                                        std::memory_order_acquire)) {
+      return;
+    }
+    p_ = p;
+    bytes_ = bytes;
+    state_.store(kPosted, std::memory_order_release);
+  }
+
+  // Any thread: true when a request waits. One relaxed load.
+  bool Posted() const {
+    return state_.load(std::memory_order_relaxed) == kPosted;
+  }
+
+  // Any thread: faults in the posted range, unless another thread took it.
+  void Populate() noexcept {
+    int state = kPosted;
+    if (!state_.compare_exchange_strong(state, kTaken,
+                                        std::memory_order_acquire)) {
+      return;
+    }
+    (void)PopulateForWrite(p_, bytes_);  // never writes: see the class
+    state_.store(kIdle, std::memory_order_release);
+  }
+
+ private:
+  static constexpr int kIdle = 0;
+  static constexpr int kPosted = 1;
+  static constexpr int kTaken = 2;
+
+  alignas(64) std::atomic<int> state_{kIdle};
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 }  // namespace internal
 }  // namespace timingwheel
 

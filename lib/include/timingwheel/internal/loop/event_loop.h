@@ -76,7 +76,7 @@ class EventLoop final : public TickSink {
         execute_pool_(options.execute_workers, &execute_, Owner(), &stats_,
                       ManualTickEndsWhenIdle()) {
     wheel_.Reserve(options.expected_timers);
-    wheel_.UseResidentBlocks(&pool_block_, &index_block_);
+    wheel_.UseResidentMemory(&pool_block_, &index_table_);
   }
 
   ~EventLoop() {
@@ -141,7 +141,8 @@ class EventLoop final : public TickSink {
   // reads the time its deadline counts from: what a burst costs is paid by
   // its producer, not by every timer queued behind it on the loop.
   //  - The caller faults in the memory the loop will grow into next, if the
-  //    loop has asked for it and nobody provides it yet
+  //    loop has asked for it and nobody provides it yet: the pool's next
+  //    block, the key index's table during a growth
   //    (base/resident_block.h).
   //  - While the loop has more than kPaceCallersAbove commands queued, the
   //    caller sleeps kPaceSleep once: on a machine with fewer free cores
@@ -151,7 +152,7 @@ class EventLoop final : public TickSink {
   // Three relaxed loads of lines that change rarely when neither applies.
   void BeforeSubmit() noexcept {
     if (pool_block_.Wanted()) pool_block_.Provide();
-    if (index_block_.Wanted()) index_block_.Provide();
+    if (index_table_.Posted()) index_table_.Populate();
     if (backlog_high_.load(std::memory_order_relaxed)) [[unlikely]] {
       PaceCaller();
     }
@@ -379,9 +380,6 @@ class EventLoop final : public TickSink {
   // rate is measured over kEarlyGrowthWindow from when the index is half
   // full; a reading of the clock a round meanwhile.
   void GrowEarly() {
-    if (const std::size_t bytes = wheel_.IndexGrowthBytes(); bytes != 0) {
-      index_block_.Want(bytes, wheel_.kTableAlign);
-    }
     if (!wheel_.WantsEarlyGrowth()) {
       growth_watch_start_ = kNotWatching;
       return;
@@ -435,9 +433,6 @@ class EventLoop final : public TickSink {
       compact_after_ = now + absl::ToChronoNanoseconds(memory_decay_);
     }
     if (now < compact_after_) return false;
-    // The index table held ahead for a growth goes with the rest (the pool
-    // drops its own block when it frees chunks).
-    index_block_.Drop();
     return wheel_.Compact(kCompactBudget);
   }
 
@@ -612,8 +607,7 @@ class EventLoop final : public TickSink {
 
   // The wheel's memory and the blocks held ready for it.
   std::size_t MemoryBytes() const {
-    return wheel_.MemoryBytes() + pool_block_.ReadyBytes() +
-           index_block_.ReadyBytes();
+    return wheel_.MemoryBytes() + pool_block_.ReadyBytes();
   }
 
   void Publish() {
@@ -632,10 +626,11 @@ class EventLoop final : public TickSink {
   LoopStats stats_;
 
   // Loop thread only.
-  // The wheel's next pool block and index table, made resident by callers
-  // (ProvideMemory); the loop owns them, callers only provide.
+  // The wheel's next pool block, and its key index's table during a
+  // growth, made resident by callers (BeforeSubmit); the loop owns them,
+  // callers only fault memory in.
   ResidentBlock pool_block_;
-  ResidentBlock index_block_;
+  ResidentRange index_table_;
   // More than kPaceCallersAbove commands queued when the loop last looked.
   alignas(64) std::atomic<bool> backlog_high_{false};
   Wheel<K, V, Hash, Eq> wheel_;

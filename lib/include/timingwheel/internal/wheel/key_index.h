@@ -335,22 +335,11 @@ class KeyIndex {
   bool Growing() const { return Resizing() && growing_; }
   bool Shrinking() const { return Resizing() && !growing_; }
 
-  // A growth's new table comes from `block` when it is ready there
-  // (base/resident_block.h); see NextGrowthBytes. nullptr: never. `block`
-  // outlives the index's use of it. O(1).
-  void UseResidentBlock(ResidentBlock* block) { resident_ = block; }
-  // The bytes of the next growth's table once that growth is near (no
-  // resize under way, the table one that grows in steps and at least 3/8
-  // full: early growth starts at 1/2), else 0; for an owner that has the
-  // table made resident ahead. O(1).
-  std::size_t NextGrowthBytes() const {
-    if (Resizing() || capacity() < grow_in_steps_from_ ||
-        size_ * 8 < capacity() * 3) {
-      return 0;
-    }
-    return capacity() * 2 * sizeof(std::uint64_t);
-  }
-  static constexpr std::size_t kTableAlign = alignof(std::uint64_t);
+  // A growth that allocates its new table posts it to `range`, so that
+  // another thread can fault it in ahead of phase 1's steps
+  // (base/resident_block.h). nullptr: never. `range` outlives the index's
+  // use of it. O(1).
+  void UseResidentRange(ResidentRange* range) { resident_ = range; }
 
   // True when no resize is under way and the table, one that grows in
   // steps, is at least half full: StartGrowth would start a growth now.
@@ -681,13 +670,10 @@ class KeyIndex {
   // Allocates the doubled table and makes each insert do `step` words of
   // the growth from now on.
   void StartGrowing(std::size_t step) {
-    void* resident =
-        resident_ == nullptr
-            ? nullptr
-            : resident_->Take(capacity() * 2 * sizeof(std::uint64_t),
-                              kTableAlign);
-    next_ = resident != nullptr ? static_cast<std::uint64_t*>(resident)
-                                : Allocate(capacity() * 2);
+    next_ = Allocate(capacity() * 2);
+    if (resident_ != nullptr) {
+      resident_->Post(next_, capacity() * 2 * sizeof(std::uint64_t));
+    }
     next_capacity_ = capacity() * 2;
     cursor_ = 0;
     growing_ = true;
@@ -800,7 +786,7 @@ class KeyIndex {
 
   static std::uint64_t* Allocate(std::size_t capacity) {
     return static_cast<std::uint64_t*>(
-        LargeAllocate(capacity * sizeof(std::uint64_t), kTableAlign));
+        LargeAllocate(capacity * sizeof(std::uint64_t), alignof(std::uint64_t)));
   }
   // Release is Free for a table a shrink gives back (see LargeRelease).
   static void Release(std::uint64_t* words, std::size_t capacity) {
@@ -853,8 +839,8 @@ class KeyIndex {
   std::size_t min_capacity_ = 8;
   // Tables below this many words grow at once.
   const std::size_t grow_in_steps_from_;
-  // Where a growth's table may be ready (UseResidentBlock), or nullptr.
-  ResidentBlock* resident_ = nullptr;
+  // Where a growth posts its new table to be faulted in, or nullptr.
+  ResidentRange* resident_ = nullptr;
 };
 
 }  // namespace internal

@@ -120,17 +120,14 @@ class Wheel {
   // Makes room for n timers in the key index (no rehash below that).
   void Reserve(std::size_t n) { index_.Reserve(n); }
 
-  // Blocks another thread makes resident ahead (base/resident_block.h): the
-  // pool's next chunk or slab, and the key index's next table, which the
-  // owner asks for once IndexGrowthBytes says the growth is near:
-  //   if (std::size_t b = wheel.IndexGrowthBytes()) block.Want(b, kTableAlign);
-  // nullptr: the wheel allocates its memory itself. O(1).
-  void UseResidentBlocks(ResidentBlock* pool, ResidentBlock* index) {
+  // Memory another thread makes resident for the wheel
+  // (base/resident_block.h): the pool's next chunk or slab, allocated ahead,
+  // and the key index's new table during a growth, faulted in ahead of the
+  // growth's steps. nullptr: the wheel faults its memory in itself. O(1).
+  void UseResidentMemory(ResidentBlock* pool, ResidentRange* index) {
     pool_.UseResidentBlock(pool);
-    index_.UseResidentBlock(index);
+    index_.UseResidentRange(index);
   }
-  std::size_t IndexGrowthBytes() const { return index_.NextGrowthBytes(); }
-  static constexpr std::size_t kTableAlign = KeyIndex::kTableAlign;
 
   // Ticks processed so far.
   std::uint64_t now() const { return now_; }
