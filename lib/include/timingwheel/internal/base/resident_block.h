@@ -151,9 +151,8 @@ class ResidentRange {
   void Post(void* p, std::size_t bytes) {
     int state = state_.load(std::memory_order_acquire);
     if (state == kTaken) return;  // the caller reads p_ and bytes_: keep
-    if (state == kPosted &&
-        !state_.compare_exchange_strong(state, kIdle,
-                                        std::memory_order_acquire)) {
+    if (state == kPosted && !state_.compare_exchange_strong(
+                                state, kIdle, std::memory_order_acquire)) {
       return;
     }
     p_ = p;
