@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <new>
 #include <system_error>
@@ -144,8 +145,8 @@ class EventLoop final : public TickSink {
   //    loop has asked for it and nobody provides it yet: the pool's next
   //    block, the key index's table during a growth
   //    (base/resident_block.h).
-  //  - While the loop has more than kPaceCallersAbove commands queued, the
-  //    caller sleeps kPaceSleep once: on a machine with fewer free cores
+  //  - While the loop has more than kPaceCallersAbove commands queued and
+  //    timers due within kPaceHorizon, the caller sleeps kPaceSleep once: on a machine with fewer free cores
   //    than busy threads, a producer that never stops takes the loop's
   //    core, and every queued timer fires that much later; a sleeping one
   //    gives the core to the loop. The call is still accepted.
@@ -246,6 +247,7 @@ class EventLoop final : public TickSink {
   // are queued, about a millisecond of the loop's work at a million timers.
   static constexpr std::size_t kPaceCallersAbove = 16384;
   static constexpr std::chrono::microseconds kPaceSleep{50};
+  static constexpr std::chrono::milliseconds kPaceHorizon{20};
   // Timers a round moves down from each draining coarse slot, before the
   // slot's last tick nears (then more: Wheel::Cascade).
   static constexpr std::size_t kCascadeBudget = 1024;
@@ -592,13 +594,25 @@ class EventLoop final : public TickSink {
     Publish();
   }
 
-  // Tells callers whether to pace themselves (BeforeSubmit); written only
+  // Tells callers whether to pace themselves (BeforeSubmit): more than
+  // kPaceCallersAbove commands queued, and timers due within kPaceHorizon,
+  // whose lateness the backlog would add to (a flood of sets for later
+  // loses nothing by waiting in the queue, and is not slowed). Written only
   // when it changes, so callers' loads stay hits.
   void SignalBacklog(std::size_t queued) {
-    const bool high = queued > kPaceCallersAbove;
+    const bool high = queued > kPaceCallersAbove && WorkDueWithinHorizon();
     if (high != backlog_high_.load(std::memory_order_relaxed)) {
       backlog_high_.store(high, std::memory_order_relaxed);
     }
+  }
+  bool WorkDueWithinHorizon() const {
+    const std::int64_t due = time_.SteadyNanosOfTick(wheel_.NextDueTick());
+    if (due == std::numeric_limits<std::int64_t>::max()) return false;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            Clock::now().time_since_epoch())
+            .count();
+    return due - now <= std::chrono::nanoseconds(kPaceHorizon).count();
   }
 
   [[gnu::noinline]] static void PaceCaller() noexcept {
@@ -633,7 +647,9 @@ class EventLoop final : public TickSink {
   ResidentRange index_table_;
   // More than kPaceCallersAbove commands queued when the loop last looked.
   alignas(64) std::atomic<bool> backlog_high_{false};
-  Wheel<K, V, Hash, Eq> wheel_;
+  // On lines of its own: callers read the three flags above on every call,
+  // and the loop writes the wheel's fields on every command.
+  alignas(64) Wheel<K, V, Hash, Eq> wheel_;
   // Callers hash their keys with it (HashOf), concurrently: Hash is called
   // const, as std::hash and absl::Hash allow.
   const Hash hash_{};
