@@ -197,28 +197,32 @@ TEST(E9Memory, FallsBackAfterMostTimersAreRemoved) {
 }
 
 }  // namespace
+// Sets n timers far out, removes them all, and returns the memory the wheel
+// held at its peak; the wheel is then empty and wants to give memory back.
+std::size_t FillAndEmpty(ManualWheel& w, int n) {
+  for (int k = 0; k < n; ++k) {
+    EXPECT_TRUE(w.wheel().SetTimer(k, k, kInterval * 1000).ok());
+  }
+  w.Tick();  // a round trip: everything above is applied
+  const std::size_t peak = w.wheel().stats().memory_bytes;
+  for (int k = 0; k < n; ++k) EXPECT_TRUE(w.wheel().RemoveTimer(k).ok());
+  w.Tick();
+  EXPECT_EQ(w.wheel().stats().pending, 0u);
+  return peak;
+}
+
 // E9: memory the wheel no longer needs stays for Options::memory_decay, so a
 // burst that comes back within it finds its memory resident; then it goes.
 TEST(E9Memory, StaysForTheDecayThenGoes) {
   Options options = TestOptions();
   options.memory_decay = absl::Milliseconds(1500);
   ManualWheel w(512, nullptr, options);
-  constexpr int kTimers = 200'000;
-  for (int k = 0; k < kTimers; ++k) {
-    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval * 1000).ok());
-  }
-  w.Tick();
-  const std::size_t peak = w.wheel().stats().memory_bytes;
-  const absl::Time removed = absl::Now();
-  for (int k = 0; k < kTimers; ++k) {
-    ASSERT_TRUE(w.wheel().RemoveTimer(k).ok());
-  }
-  w.Tick();  // applied: the wheel is empty and wants to give memory back
-  ASSERT_EQ(w.wheel().stats().pending, 0u);
+  const absl::Time start = absl::Now();  // the decay starts after this
+  const std::size_t peak = FillAndEmpty(w, 200'000);
   absl::SleepFor(absl::Milliseconds(300));
   // Read before the decay could have passed, however slow this machine is.
   const std::size_t during = w.wheel().stats().memory_bytes;
-  if (absl::Now() - removed < absl::Milliseconds(1400)) {
+  if (absl::Now() - start < absl::Milliseconds(1400)) {
     EXPECT_GE(during, peak / 2);
   }
   EXPECT_TRUE(
@@ -230,16 +234,7 @@ TEST(E9Memory, InfiniteDecayKeepsTheMemory) {
   Options options = TestOptions();
   options.memory_decay = absl::InfiniteDuration();
   ManualWheel w(512, nullptr, options);
-  constexpr int kTimers = 100'000;
-  for (int k = 0; k < kTimers; ++k) {
-    ASSERT_TRUE(w.wheel().SetTimer(k, k, kInterval * 1000).ok());
-  }
-  w.Tick();
-  const std::size_t peak = w.wheel().stats().memory_bytes;
-  for (int k = 0; k < kTimers; ++k) {
-    ASSERT_TRUE(w.wheel().RemoveTimer(k).ok());
-  }
-  w.Tick();
+  const std::size_t peak = FillAndEmpty(w, 100'000);
   absl::SleepFor(absl::Milliseconds(200));
   w.Tick();
   EXPECT_GE(w.wheel().stats().memory_bytes, peak / 2);
