@@ -30,9 +30,9 @@
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/base/mutex.h"
-#include "timingwheel/internal/base/resident_block.h"
 #include "timingwheel/internal/loop/apply_pipeline.h"
 #include "timingwheel/internal/loop/callback_scope.h"
+#include "timingwheel/internal/loop/caller_share.h"
 #include "timingwheel/internal/loop/command.h"
 #include "timingwheel/internal/loop/command_queue.h"
 #include "timingwheel/internal/loop/drain_pool.h"
@@ -77,7 +77,8 @@ class EventLoop final : public TickSink {
         execute_pool_(options.execute_workers, &execute_, Owner(), &stats_,
                       ManualTickEndsWhenIdle()) {
     wheel_.Reserve(options.expected_timers);
-    wheel_.UseResidentMemory(&pool_block_, &index_table_);
+    wheel_.UseResidentMemory(&caller_share_.pool_block(),
+                             &caller_share_.index_table());
   }
 
   ~EventLoop() {
@@ -139,25 +140,8 @@ class EventLoop final : public TickSink {
   absl::Duration Now() const { return time_.Now(); }
 
   // Any thread, at the start of a call that queues keyed work, before it
-  // reads the time its deadline counts from: what a burst costs is paid by
-  // its producer, not by every timer queued behind it on the loop.
-  //  - The caller faults in the memory the loop will grow into next, if the
-  //    loop has asked for it and nobody provides it yet: the pool's next
-  //    block, the key index's table during a growth
-  //    (base/resident_block.h).
-  //  - While the loop has more than kPaceCallersAbove commands queued and
-  //    timers due within kPaceHorizon, the caller sleeps kPaceSleep once: on a machine with fewer free cores
-  //    than busy threads, a producer that never stops takes the loop's
-  //    core, and every queued timer fires that much later; a sleeping one
-  //    gives the core to the loop. The call is still accepted.
-  // Three relaxed loads of lines that change rarely when neither applies.
-  void BeforeSubmit() noexcept {
-    if (pool_block_.Wanted()) pool_block_.Provide();
-    if (index_table_.Posted()) index_table_.Populate();
-    if (backlog_high_.load(std::memory_order_relaxed)) [[unlikely]] {
-      PaceCaller();
-    }
-  }
+  // reads the time its deadline counts from: see CallerShare.
+  void BeforeSubmit() noexcept { caller_share_.BeforeSubmit(); }
 
   // Any thread: the hash a keyed command carries (Wheel::HashOf).
   std::uint32_t HashOf(const K& key) const { return FoldHash32(hash_(key)); }
@@ -243,10 +227,10 @@ class EventLoop final : public TickSink {
   // Commands applied per round at least, before the loop looks at the clock
   // again (more when more were already queued: see Run).
   static constexpr std::size_t kMinCommandsPerRound = 8192;
-  // BeforeSubmit: callers sleep kPaceSleep while more commands than this
-  // are queued, about a millisecond of the loop's work at a million timers.
+  // Callers pace themselves (CallerShare) while more commands than this are
+  // queued, about a millisecond of the loop's work at a million timers, and
+  // timers are due within kPaceHorizon.
   static constexpr std::size_t kPaceCallersAbove = 16384;
-  static constexpr std::chrono::microseconds kPaceSleep{50};
   static constexpr std::chrono::milliseconds kPaceHorizon{20};
   // Timers a round moves down from each draining coarse slot, before the
   // slot's last tick nears (then more: Wheel::Cascade).
@@ -594,16 +578,13 @@ class EventLoop final : public TickSink {
     Publish();
   }
 
-  // Tells callers whether to pace themselves (BeforeSubmit): more than
+  // Tells callers whether to pace themselves (CallerShare): more than
   // kPaceCallersAbove commands queued, and timers due within kPaceHorizon,
   // whose lateness the backlog would add to (a flood of sets for later
-  // loses nothing by waiting in the queue, and is not slowed). Written only
-  // when it changes, so callers' loads stay hits.
+  // loses nothing by waiting in the queue, and is not slowed).
   void SignalBacklog(std::size_t queued) {
-    const bool high = queued > kPaceCallersAbove && WorkDueWithinHorizon();
-    if (high != backlog_high_.load(std::memory_order_relaxed)) {
-      backlog_high_.store(high, std::memory_order_relaxed);
-    }
+    caller_share_.SetBehind(queued > kPaceCallersAbove &&
+                            WorkDueWithinHorizon());
   }
   bool WorkDueWithinHorizon() const {
     const std::int64_t due = time_.SteadyNanosOfTick(wheel_.NextDueTick());
@@ -615,13 +596,9 @@ class EventLoop final : public TickSink {
     return due - now <= std::chrono::nanoseconds(kPaceHorizon).count();
   }
 
-  [[gnu::noinline]] static void PaceCaller() noexcept {
-    std::this_thread::sleep_for(kPaceSleep);
-  }
-
   // The wheel's memory and the blocks held ready for it.
   std::size_t MemoryBytes() const {
-    return wheel_.MemoryBytes() + pool_block_.ReadyBytes();
+    return wheel_.MemoryBytes() + caller_share_.pool_block().ReadyBytes();
   }
 
   void Publish() {
@@ -640,14 +617,9 @@ class EventLoop final : public TickSink {
   LoopStats stats_;
 
   // Loop thread only.
-  // The wheel's next pool block, and its key index's table during a
-  // growth, made resident by callers (BeforeSubmit); the loop owns them,
-  // callers only fault memory in.
-  ResidentBlock pool_block_;
-  ResidentRange index_table_;
-  // More than kPaceCallersAbove commands queued when the loop last looked.
-  alignas(64) std::atomic<bool> backlog_high_{false};
-  // On lines of its own: callers read the three flags above on every call,
+  // Read by callers on every call; the loop hands memory over through it.
+  CallerShare caller_share_;
+  // On lines of its own: callers read caller_share_'s flags on every call,
   // and the loop writes the wheel's fields on every command.
   alignas(64) Wheel<K, V, Hash, Eq> wheel_;
   // Callers hash their keys with it (HashOf), concurrently: Hash is called

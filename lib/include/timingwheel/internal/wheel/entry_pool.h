@@ -9,6 +9,10 @@
 // its free marks and free list in the entries' own prev and next. A cache
 // shard's pool owns its nodes' keys and values and gives memory back only
 // when the shard is empty, under the shard's lock: none of that machinery.
+//
+// Why over 450 lines: the free list, the lazy scan, the shrink and the
+// resident block all move the same three marks (used_, scan_, limit_);
+// split, a reader must hold both files to check any one of them.
 #ifndef TIMINGWHEEL_INTERNAL_WHEEL_ENTRY_POOL_H_
 #define TIMINGWHEEL_INTERNAL_WHEEL_ENTRY_POOL_H_
 
