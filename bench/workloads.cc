@@ -21,6 +21,7 @@
 // the last command, not when the last call returned. See WaitApplied.
 #include <dirent.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -447,6 +448,33 @@ std::string Row(const char* w) {
 // (UuidKey). The key strings are built before the clock starts, and each
 // call gets a copy, as a caller that keeps its own key passes it by value:
 // the copy (a malloc for 36 characters) is part of what a call costs.
+std::int64_t MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+// The first-touch floor, measured in this process: microseconds to fault in
+// one fresh page (a new 64 MiB mapping, touched a page at a time), once per
+// process. A cold phase that faults in P pages cannot take less than about
+// P times this, whoever takes the faults.
+double FirstTouchUsPerPage() {
+  static const double us = [] {
+    constexpr std::size_t kBytes = std::size_t{64} << 20;
+    void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0.0;
+    const long page = sysconf(_SC_PAGESIZE);
+    const std::int64_t start = MonoNanos();
+    auto* bytes = static_cast<volatile unsigned char*>(p);
+    for (std::size_t off = 0; off < kBytes; off += page) bytes[off] = 1;
+    const double elapsed_us = (MonoNanos() - start) / 1e3;
+    munmap(p, kBytes);
+    return elapsed_us / static_cast<double>(kBytes / page);
+  }();
+  return us;
+}
+
 template <typename K = std::uint64_t>
 void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
   const std::int64_t n = ctx.flags.n;
@@ -494,7 +522,9 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
   auto phase = [&](const char* w, const char* name, auto submit) {
     const std::string workload = Row<K>(w);
     const std::uint64_t before = wheel->stats().applied;
+    const double touch_us = FirstTouchUsPerPage();
     const auto cpu_before = ThreadCpuNs();
+    const std::int64_t faults_before = MinorFaults();
     const std::int64_t step = batch > 0 ? batch : 1;
     const ProducerRun run = RunProducers(producers, [&](int p) {
       auto [b, e] = share(p);
@@ -510,6 +540,8 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
     const timingwheel::Stats s = wheel->stats();
     const double secs = Seconds(run.start, applied);
     const double enq_secs = Seconds(run.start, run.end);
+    const std::int64_t faults = MinorFaults() - faults_before;
+    const double floor_s = static_cast<double>(faults) * touch_us / 1e6;
     Json j;
     j.Add("workload", workload)
         .Add("name", name)
@@ -529,15 +561,20 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
         .Add("loop_cpu_ns_per_op", static_cast<double>(loop_ns) / n)
         .Add("applied", s.applied - before)
         .Add("pending_after", static_cast<std::uint64_t>(s.pending))
-        .Add("errors", errors.load());
+        .Add("errors", errors.load())
+        .Add("minor_faults", faults)
+        .Add("first_touch_us_per_page", touch_us)
+        .Add("fault_floor_seconds", floor_s);
     ctx.results.Print(
         j, absl::StrFormat(
                "%s %s, %d producer(s): %.2f M/s applied (%.2f M/s enqueued), "
                "%.3f s; CPU per op: producers %.0f ns, loop %.0f ns; %zu "
-               "pending after",
+               "pending after; %lld pages faulted in, at %.2f us a first "
+               "touch: a %.3f s floor",
                workload, name, producers, n / secs / 1e6, n / enq_secs / 1e6,
                secs, run.cpu_seconds * 1e9 / n,
-               static_cast<double>(loop_ns) / n, s.pending));
+               static_cast<double>(loop_ns) / n, s.pending,
+               static_cast<long long>(faults), touch_us, floor_s));
   };
 
   if (batch > 0) {
@@ -764,12 +801,6 @@ std::vector<std::int64_t> W5Delays(std::int64_t n, std::uint64_t seed) {
 }
 
 // The process's minor page faults so far.
-std::int64_t MinorFaults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt;
-}
-
 // Interval 1 ms, 128 slots, N timers with delays uniform in [50, 150] ms,
 // submitted as fast as one thread can (SubmitBurst); the fire probe logs
 // their callbacks, by value (the timer's index).
