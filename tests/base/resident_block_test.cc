@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <thread>
@@ -98,7 +99,10 @@ TEST(ResidentBlock, CallersRaceToProvide) {
   for (int round = 0; round < 200; ++round) {
     const std::size_t bytes = round % 3 == 0 ? kLarge : kSmall;
     block.Want(bytes, 16);
-    for (int spin = 0; spin < 1000000; ++spin) {
+    // Until a caller provides it: generous, for sanitizers on a busy CI.
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < give_up) {
       if (void* p = block.Take(bytes, 16)) {
         static_cast<unsigned char*>(p)[bytes - 1] = 1;
         LargeFree(p, bytes, 16);
