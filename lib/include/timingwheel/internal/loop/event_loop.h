@@ -28,7 +28,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "timingwheel/internal/base/check.h"
-#include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/loop/apply_pipeline.h"
 #include "timingwheel/internal/loop/callback_scope.h"
@@ -144,7 +143,9 @@ class EventLoop final : public TickSink {
   void BeforeSubmit() noexcept { caller_share_.BeforeSubmit(); }
 
   // Any thread: the hash a keyed command carries (Wheel::HashOf).
-  std::uint32_t HashOf(const K& key) const { return FoldHash32(hash_(key)); }
+  std::uint32_t HashOf(const K& key) const {
+    return Wheel<K, V, Hash, Eq>::HashWith(hash_, key);
+  }
 
   absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
   // What a batch call of no items returns: OK, or FailedPrecondition once

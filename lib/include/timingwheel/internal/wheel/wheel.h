@@ -150,7 +150,12 @@ class Wheel {
 
   // The hash every operation on `key` uses; compute it once per operation.
   // Folded, not mixed: the index's FibonacciHome spreads it (base/hash.h).
-  std::uint32_t HashOf(const K& key) const { return FoldHash32(hash_(key)); }
+  std::uint32_t HashOf(const K& key) const { return HashWith(hash_, key); }
+  // The same with a given hasher: for callers that hash a key on another
+  // thread for a command to this wheel (the result must be HashOf's).
+  static std::uint32_t HashWith(const Hash& hash, const K& key) {
+    return FoldHash32(hash(key));
+  }
 
   // Schedules `key` at tick `deadline`. A deadline at or before now() is
   // treated as now() + 1 (the next tick), one past kMaxTick as kMaxTick. A
