@@ -1,9 +1,9 @@
 // A block of memory made resident by a caller's thread before the loop
 // needs it.
 //
-// Why: the first touch of a page costs microseconds (2 to 13 on a VM; more
-// for memory the host has not backed yet), and a wheel that grows by a
-// million timers touches tens of thousands of pages. Taken by the loop, on
+// Why: the first touch of a page costs microseconds (more on a virtual
+// machine, and for memory the host has not backed yet), and a wheel that
+// grows by a million timers touches tens of thousands of pages. Taken by the loop, on
 // its hot path, those faults build a backlog that every timer behind it
 // waits for. Taken by the thread that creates the work, they slow the
 // producer instead, which is where backpressure belongs, and the loop finds

@@ -509,7 +509,7 @@ class Wheel {
   // key (a string) keeps its hash in the entry, so the loop never hashes
   // it. That costs 4 bytes and the padding after them (a std::string
   // entry is 64 bytes, not 56), against a hash of the whole key on every
-  // firing: a third of the loop's time in a burst of 36-character keys.
+  // firing, which for long keys is much of what a firing costs the loop.
   static constexpr bool kStoresHash =
       !(std::is_integral_v<K> || std::is_enum_v<K> || std::is_pointer_v<K>);
   struct NoStoredHash {
