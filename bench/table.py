@@ -185,7 +185,9 @@ def main():
                         "%s" % (fmt(w4s["rss_bytes_per_timer"], "B"),
                                 fmt(w4s["rss_bytes_per_timer_besides_key"],
                                     "B"),
-                                fmt(w4s["key_heap_bytes"], "B")))
+                                fmt(w4s.get("key_own_bytes",
+                                            w4s.get("key_heap_bytes")),
+                                    "B")))
     for sel, label in (({"workload": "W5-str"}, "W5-str"),
                        ({"workload": "W5-twice-str", "round": 1},
                         "W5-twice-str round 1"),

@@ -219,6 +219,93 @@ TEST(Types, StringKeys) {
             (std::vector<std::pair<std::string, int>>{{"session-1", 1}}));
 }
 
+// String keys of every length from 0 to 120 characters (the wheel holds
+// short ones in place and long ones on the heap), from two threads at once:
+// every key ends exactly one way (fired, removed, superseded, drained or
+// returned by Stop), with its own value and its characters intact.
+TEST(Types, StringKeysOfEveryLengthEndExactlyOnce) {
+  using W = TimingWheel<std::string, int>;
+  auto ticker = std::make_shared<ManualTicker>();
+  std::mutex mu;
+  std::map<std::string, std::vector<int>> ended;  // key -> values it ended with
+  auto record = [&](std::string key, int value) {
+    std::lock_guard<std::mutex> lock(mu);
+    ended[std::move(key)].push_back(value);
+  };
+  auto wheel = W::Create(ManualOptions(ticker), record);
+  ASSERT_TRUE(wheel.ok());
+  W& w = **wheel;
+  constexpr int kLengths = 121;
+  // Thread t's key of length n: n characters, the first t's letter.
+  auto key = [](int t, int n) {
+    std::string k(n, static_cast<char>('a' + n % 26));
+    if (n > 0) k[0] = static_cast<char>('0' + t);
+    return k;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int n = 0; n < kLengths; ++n) {
+        if (n == 0 && t == 1) continue;  // one empty key in all
+        // Value 1000 t + n, due on tick 1 + n % 3; every fifth is moved to
+        // tick 10, every seventh removed, every eleventh superseded.
+        ASSERT_TRUE(
+            w.SetTimer(key(t, n), 1000 * t + n, (1 + n % 3) * kInterval).ok());
+        if (n % 5 == 0)
+          ASSERT_TRUE(w.MoveTimer(key(t, n), 10 * kInterval).ok());
+        if (n % 7 == 0) ASSERT_TRUE(w.RemoveTimer(key(t, n)).ok());
+        if (n % 11 == 0) {
+          ASSERT_TRUE(
+              w.SetTimer(key(t, n), -(1000 * t + n), 20 * kInterval).ok());
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ticker->Tick(3);  // fires the unmoved ones
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int t = 0; t < 2; ++t) {
+      for (int n = 0; n < kLengths; ++n) {
+        if (n == 0 && t == 1) continue;
+        const bool fires_now = n % 5 != 0 && n % 7 != 0 && n % 11 != 0;
+        auto it = ended.find(key(t, n));
+        if (fires_now) {
+          ASSERT_NE(it, ended.end()) << "length " << n;
+          EXPECT_EQ(it->second, std::vector<int>{1000 * t + n});
+        } else {
+          EXPECT_EQ(it, ended.end()) << "length " << n;
+        }
+      }
+    }
+  }
+  // Drain takes the moved ones (tick 10) and the superseded ones (tick 20).
+  std::map<std::string, int> drained;
+  ASSERT_TRUE(w.Drain([&](std::string k, int v) {
+                 std::lock_guard<std::mutex> lock(mu);
+                 EXPECT_TRUE(drained.emplace(std::move(k), v).second);
+               }).ok());
+  for (int t = 0; t < 2; ++t) {
+    for (int n = 0; n < kLengths; ++n) {
+      if (n == 0 && t == 1) continue;
+      const std::string k = key(t, n);
+      if (n % 11 == 0) {
+        EXPECT_EQ(drained.at(k), -(1000 * t + n)) << "length " << n;
+      } else if (n % 7 == 0) {
+        EXPECT_EQ(drained.count(k), 0u) << "length " << n;  // removed
+      } else if (n % 5 == 0) {
+        EXPECT_EQ(drained.at(k), 1000 * t + n) << "length " << n;
+      }
+    }
+  }
+  // What Stop returns comes back as std::strings too.
+  ASSERT_TRUE(w.SetTimer(key(0, 77), 77, 5 * kInterval).ok());
+  auto stopped = w.Stop();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped,
+            (std::vector<std::pair<std::string, int>>{{key(0, 77), 77}}));
+}
+
 struct Endpoint {
   std::string host;
   int port;

@@ -95,27 +95,39 @@ TEST(WheelTest, KeyAndValueWithoutDefaultConstructor) {
 }
 
 TEST(WheelTest, StringKeysOfAnyLengthAreToldApart) {
-  Wheel<std::string, int> w(8);
-  // Short (inline) and long (heap) strings, and keys that share prefixes.
+  using W = Wheel<std::string, int>;
+  W w(8);
+  // Held in place up to InlineString::kCapacity characters, on the heap
+  // past it: keys either side of that line, and keys that share prefixes.
+  constexpr std::size_t kInline = InlineString::kCapacity;
   const std::string long_a(100, 'a');
   const std::string long_b = std::string(99, 'a') + "b";
+  const std::string full(kInline, 'f');
+  const std::string over(kInline + 1, 'f');
   w.Set("", 1, 4);
   w.Set("x", 2, 5);
   w.Set(long_a, 3, 6);
   w.Set(long_b, 4, 7);
+  w.Set(full, 6, 9);
+  w.Set(over, 7, 10);
   EXPECT_TRUE(w.Set("x", 5, 8));
   EXPECT_TRUE(w.Move(long_a, 20));
   EXPECT_TRUE(w.Remove(long_b));
   EXPECT_FALSE(w.Remove(long_b));
   EXPECT_FALSE(w.Move("y", 3));
+  EXPECT_FALSE(w.Move(std::string(kInline - 1, 'f'), 3));
   EXPECT_THAT(w.DeadlineOf(""), Optional(4u));
-  EXPECT_EQ(w.size(), 3u);
+  EXPECT_THAT(w.DeadlineOf(full), Optional(9u));
+  EXPECT_THAT(w.DeadlineOf(over), Optional(10u));
+  EXPECT_EQ(w.size(), 5u);
   std::vector<std::tuple<std::uint64_t, std::string, int>> fired;
-  w.AdvanceTo(100, [&](std::uint64_t t, std::string&& k, int&& v) {
-    fired.emplace_back(t, std::move(k), v);
+  w.AdvanceTo(100, [&](std::uint64_t t, W::StoredKey&& k, int&& v) {
+    fired.emplace_back(t, W::Store::Take(k), v);
   });
   EXPECT_THAT(fired,
               ElementsAre(std::make_tuple(4, "", 1), std::make_tuple(8, "x", 5),
+                          std::make_tuple(9, full, 6),
+                          std::make_tuple(10, over, 7),
                           std::make_tuple(20, long_a, 3)));
 }
 

@@ -241,7 +241,7 @@ class TimingWheel {
 
  private:
   using Loop = internal::EventLoop<K, V, Hash, Eq>;
-  using Cmd = internal::Command<K, V>;
+  using Cmd = typename Loop::Cmd;
 
   static constexpr bool kNothrowMovable =
       std::is_nothrow_move_constructible_v<K> &&

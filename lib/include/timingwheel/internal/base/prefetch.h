@@ -2,6 +2,8 @@
 #ifndef TIMINGWHEEL_INTERNAL_BASE_PREFETCH_H_
 #define TIMINGWHEEL_INTERNAL_BASE_PREFETCH_H_
 
+#include <cstddef>
+
 namespace timingwheel {
 namespace internal {
 
@@ -16,6 +18,22 @@ namespace internal {
 inline void Prefetch(const void* p) {
   __builtin_prefetch(p);
   asm volatile("" : : "r"(p));
+}
+
+// Starts fetching every cache line `*object` spans: one when T fits a line
+// and its objects do not straddle them, two or more otherwise (a 72-byte
+// entry always spans two, and reading its far end would wait for the
+// second).
+template <typename T>
+inline void PrefetchObject(const T* object) {
+  const char* p = reinterpret_cast<const char*>(object);
+  Prefetch(p);
+  if constexpr (sizeof(T) > 1 && (sizeof(T) > 64 || 64 % sizeof(T) != 0)) {
+    for (std::size_t at = 64; at < sizeof(T) + 63; at += 64) {
+      // The line of the object's last byte, and any between.
+      Prefetch(p + (at < sizeof(T) ? at : sizeof(T) - 1));
+    }
+  }
 }
 
 }  // namespace internal

@@ -26,8 +26,8 @@ namespace internal {
 template <typename K, typename V, typename Hash, typename Eq>
 class ApplyPipeline {
  public:
-  using Cmd = Command<K, V>;
   using WheelType = Wheel<K, V, Hash, Eq>;
+  using Cmd = Command<K, V, typename WheelType::StoredKey>;
 
   // Most commands in one batch.
   static constexpr std::size_t kBatch = 256;

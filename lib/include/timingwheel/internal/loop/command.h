@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <latch>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "timingwheel/internal/base/inline_string.h"
 #include "timingwheel/internal/base/manual_storage.h"
 #include "timingwheel/internal/time/time_source.h"
 
@@ -35,8 +37,9 @@ enum class CommandKind : std::uint8_t {
 
 // A command's fields, and how to move them kind by kind: key and value are
 // constructed only for the kinds that carry them, so K and V need no
-// default constructor.
-template <typename K, typename V>
+// default constructor. The key is held as the wheel holds it (Stored: see
+// base/stored_key.h).
+template <typename K, typename V, typename Stored>
 struct CommandFields {
   bool HasKey() const {
     return kind_ == CommandKind::kSet || kind_ == CommandKind::kMove ||
@@ -69,7 +72,7 @@ struct CommandFields {
     DrainRequest<K, V>* drain;
     TickRequest* tick;
   } arg_{0};
-  ManualStorage<K> key_;
+  ManualStorage<Stored> key_;
   ManualStorage<V> value_;
 };
 
@@ -79,15 +82,15 @@ struct CommandFields {
 // Otherwise moving and destroying go kind by kind. (A base class chosen by
 // specialization rather than constrained special members, which clang 14
 // does not support.)
-template <typename K, typename V,
-          bool kTrivial =
-              std::is_trivially_copyable_v<K>&& std::is_trivially_copyable_v<V>>
-struct CommandStorage : CommandFields<K, V> {};
+template <typename K, typename V, typename Stored,
+          bool kTrivial = std::is_trivially_copyable_v<Stored>&&
+              std::is_trivially_copyable_v<V>>
+struct CommandStorage : CommandFields<K, V, Stored> {};
 
-template <typename K, typename V>
-struct CommandStorage<K, V, false> : CommandFields<K, V> {
+template <typename K, typename V, typename Stored>
+struct CommandStorage<K, V, Stored, false> : CommandFields<K, V, Stored> {
   static constexpr bool kNothrowMove =
-      std::is_nothrow_move_constructible_v<K> &&
+      std::is_nothrow_move_constructible_v<Stored> &&
       std::is_nothrow_move_constructible_v<V>;
 
   CommandStorage() = default;
@@ -105,32 +108,36 @@ struct CommandStorage<K, V, false> : CommandFields<K, V> {
 };
 
 // One queued command; the queue's slots hold empty (kNone) ones. 32 bytes
-// for 8-byte keys and values.
-template <typename K, typename V>
-class Command : private CommandStorage<K, V> {
+// for 8-byte keys and values; 72 for inline string keys and 8-byte values.
+template <typename K, typename V, typename Stored = K>
+class Command : private CommandStorage<K, V, Stored> {
  public:
   using Kind = CommandKind;
 
   Command() = default;
 
-  // Keyed commands carry their key's hash: Wheel::HashOf(key).
-  static Command Set(K key, V value, std::uint64_t deadline,
+  // Keyed commands carry their key's hash: Wheel::HashOf(key). Their key
+  // is a K (moved or copied in) from which Stored is built in place.
+  template <typename Key>
+  static Command Set(Key&& key, V value, std::uint64_t deadline,
                      std::uint32_t hash) {
     Command c(Kind::kSet, hash);
-    c.key_.Construct(std::move(key));
+    c.key_.Construct(std::forward<Key>(key));
     c.value_.Construct(std::move(value));
     c.arg_.deadline = deadline;
     return c;
   }
-  static Command Move(K key, std::uint64_t deadline, std::uint32_t hash) {
+  template <typename Key>
+  static Command Move(Key&& key, std::uint64_t deadline, std::uint32_t hash) {
     Command c(Kind::kMove, hash);
-    c.key_.Construct(std::move(key));
+    c.key_.Construct(std::forward<Key>(key));
     c.arg_.deadline = deadline;
     return c;
   }
-  static Command Remove(K key, std::uint32_t hash) {
+  template <typename Key>
+  static Command Remove(Key&& key, std::uint32_t hash) {
     Command c(Kind::kRemove, hash);
-    c.key_.Construct(std::move(key));
+    c.key_.Construct(std::forward<Key>(key));
     return c;
   }
   static Command Drain(DrainRequest<K, V>* request) {
@@ -148,7 +155,7 @@ class Command : private CommandStorage<K, V> {
   Kind kind() const { return this->kind_; }
   // Set, Move and Remove count against Options::max_pending.
   bool counted() const { return this->HasKey(); }
-  K& key() { return this->key_.Get(); }
+  Stored& key() { return this->key_.Get(); }
   V& value() { return this->value_.Get(); }
   std::uint32_t hash() const { return this->hash_; }
   std::uint64_t deadline() const { return this->arg_.deadline; }
@@ -165,6 +172,7 @@ class Command : private CommandStorage<K, V> {
 static_assert(
     std::is_trivially_copyable_v<Command<std::uint64_t, std::uint64_t>>);
 static_assert(sizeof(Command<std::uint64_t, std::uint64_t>) == 32);
+static_assert(sizeof(Command<std::string, std::uint64_t, InlineString>) == 72);
 
 }  // namespace internal
 }  // namespace timingwheel

@@ -57,7 +57,11 @@ class EventLoop final : public TickSink {
  public:
   using Callback = std::function<void(K, V)>;
   using Entries = std::vector<std::pair<K, V>>;
-  using Cmd = Command<K, V>;
+  using WheelType = Wheel<K, V, Hash, Eq>;
+  // How commands, entries and fired timers hold a key (base/stored_key.h).
+  using Store = typename WheelType::Store;
+  using StoredKey = typename Store::Stored;
+  using Cmd = Command<K, V, StoredKey>;
 
   // Builds everything and starts the execute workers, but not the loop
   // thread. Throws std::bad_alloc or std::system_error when memory or
@@ -101,7 +105,7 @@ class EventLoop final : public TickSink {
   static void DestroyFromCallback(std::unique_ptr<EventLoop> loop) {
     loop->execute_pool_.Abandon();
     if (loop->execute_pool_.OnWorkerThread()) {
-      ExecutePool<K, V>::AfterCallback(
+      Executors::AfterCallback(
           [](void* p) { delete static_cast<EventLoop*>(p); }, loop.release());
       return;
     }
@@ -144,7 +148,7 @@ class EventLoop final : public TickSink {
 
   // Any thread: the hash a keyed command carries (Wheel::HashOf).
   std::uint32_t HashOf(const K& key) const {
-    return Wheel<K, V, Hash, Eq>::HashWith(hash_, key);
+    return WheelType::HashWith(hash_, key);
   }
 
   absl::Status Push(Cmd command) { return queue_.Push(std::move(command)); }
@@ -223,6 +227,7 @@ class EventLoop final : public TickSink {
 
  private:
   using Pipeline = ApplyPipeline<K, V, Hash, Eq>;
+  using Executors = ExecutePool<K, V, Store>;
   using Clock = std::chrono::steady_clock;
 
   // Commands applied per round at least, before the loop looks at the clock
@@ -509,8 +514,8 @@ class EventLoop final : public TickSink {
       case Cmd::Kind::kDrain: {
         DrainRequest<K, V>* request = c.drain();
         request->entries.reserve(wheel_.size());
-        wheel_.TakeAll([request](K&& key, V&& value) {
-          request->entries.emplace_back(std::move(key), std::move(value));
+        wheel_.TakeAll([request](StoredKey&& key, V&& value) {
+          request->entries.emplace_back(Store::Take(key), std::move(value));
         });
         stats_.counts().drained += request->entries.size();
         drained_in_window_ = true;
@@ -532,7 +537,7 @@ class EventLoop final : public TickSink {
   // manual tick ends when its callbacks have returned (FinishManualTick).
   void AdvanceTo(std::uint64_t due) {
     const std::size_t before = fired_.size();
-    wheel_.AdvanceTo(due, [this](std::uint64_t, K&& key, V&& value) {
+    wheel_.AdvanceTo(due, [this](std::uint64_t, StoredKey&& key, V&& value) {
       fired_.emplace_back(std::move(key), std::move(value));
     });
     stats_.counts().fired += fired_.size() - before;
@@ -573,8 +578,8 @@ class EventLoop final : public TickSink {
     if (tick_callbacks_running_) execute_pool_.WaitIdle();
     time_.ReleaseRequests();
     stop_result_.reserve(wheel_.size());
-    wheel_.TakeAll([this](K&& key, V&& value) {
-      stop_result_.emplace_back(std::move(key), std::move(value));
+    wheel_.TakeAll([this](StoredKey&& key, V&& value) {
+      stop_result_.emplace_back(Store::Take(key), std::move(value));
     });
     Publish();
   }
@@ -622,13 +627,13 @@ class EventLoop final : public TickSink {
   CallerShare caller_share_;
   // On lines of its own: callers read caller_share_'s flags on every call,
   // and the loop writes the wheel's fields on every command.
-  alignas(64) Wheel<K, V, Hash, Eq> wheel_;
+  alignas(64) WheelType wheel_;
   // Callers hash their keys with it (HashOf), concurrently: Hash is called
   // const, as std::hash and absl::Hash allow.
   const Hash hash_{};
   Pipeline pipeline_;
   std::vector<Cmd> batch_;  // commands being applied
-  Entries fired_;           // for the execute pool
+  std::vector<typename Executors::Item> fired_;  // for the execute pool
   bool stop_requested_ = false;
   // Manual time: a tick ran and its callbacks may still be running.
   bool tick_callbacks_running_ = false;
@@ -654,7 +659,7 @@ class EventLoop final : public TickSink {
 
   CommandQueue<Cmd> queue_;
   DrainPool<K, V> drain_pool_;
-  ExecutePool<K, V> execute_pool_;
+  Executors execute_pool_;
   std::thread thread_;
 
   // Standard primitives (Mutex is a std::mutex), not absl::Mutex:

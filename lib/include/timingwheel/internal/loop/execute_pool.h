@@ -14,6 +14,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "timingwheel/internal/base/mutex.h"
+#include "timingwheel/internal/base/stored_key.h"
 #include "timingwheel/internal/loop/callback_scope.h"
 #include "timingwheel/internal/loop/loop_stats.h"
 #include "timingwheel/internal/loop/thread_name.h"
@@ -37,11 +38,15 @@ namespace internal {
 // library runs clean under it with no suppression; a lock-free queue with
 // several consumers, such as moodycamel's, recycles blocks after a
 // release-only counter, which TSan reports as a race.
-template <typename K, typename V>
+//
+// Items hold keys as the wheel holds them (Store: base/stored_key.h); a
+// worker turns each into a K just before the callback, so a key the
+// callback frees was allocated by the same thread.
+template <typename K, typename V, typename Store = KeyStore<K, std::equal_to<K>>>
 class ExecutePool {
  public:
   using Callback = std::function<void(K, V)>;
-  using Item = std::pair<K, V>;
+  using Item = std::pair<typename Store::Stored, V>;
 
   // Starts `threads` workers calling execute(key, value) inside a
   // CallbackScope of `owner`, counting exceptions in `stats`. When
@@ -235,7 +240,7 @@ class ExecutePool {
   bool RunItems(std::vector<Item>& items) {
     for (Item& item : items) {
       try {
-        (*execute_)(std::move(item.first), std::move(item.second));
+        (*execute_)(Store::Take(item.first), std::move(item.second));
       } catch (...) {
         stats_->CountException();
       }

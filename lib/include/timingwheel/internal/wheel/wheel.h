@@ -28,6 +28,7 @@
 #include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/base/manual_storage.h"
 #include "timingwheel/internal/base/prefetch.h"
+#include "timingwheel/internal/base/stored_key.h"
 #include "timingwheel/internal/wheel/slot_lists.h"
 #include "timingwheel/internal/base/ticks.h"
 
@@ -92,6 +93,11 @@ class Wheel {
 
  public:
   static constexpr std::uint32_t kLanes = Lists::kLanes;
+  // How entries hold a key: as a K, or a string key's characters in place
+  // (base/stored_key.h). Sets take one, sinks are handed one, and
+  // Store::Take turns it into a K on the thread that will own it.
+  using Store = KeyStore<K, Eq>;
+  using StoredKey = typename Store::Stored;
   // Largest num_slots: level 0 and the levels above fit the lists' ids.
   static constexpr std::uint32_t kMaxSlots = Lists::kMaxSlots / 2;
   // Slots of each level above level 0, unless the constructor says.
@@ -162,7 +168,8 @@ class Wheel {
   // present key gets the new value (the old one is destroyed: superseded) and
   // the new deadline. Returns true if the key was present. One index probe.
   // Throws std::bad_alloc, changing nothing, when memory runs out.
-  bool Set(K key, V value, std::uint64_t deadline, std::uint32_t hash) {
+  bool Set(StoredKey key, V value, std::uint64_t deadline,
+           std::uint32_t hash) {
     deadline = Clamp(deadline);
     const Found found = Find</*kBeforeInsert=*/true>(key, hash);
     if (found.entry != nullptr) {
@@ -186,13 +193,15 @@ class Wheel {
   }
   bool Set(K key, V value, std::uint64_t deadline) {
     const std::uint32_t hash = HashOf(key);
-    return Set(std::move(key), std::move(value), deadline, hash);
+    return Set(StoredKey(std::move(key)), std::move(value), deadline, hash);
   }
 
   // Reschedules a present key to `deadline` (clamped as in Set), keeping its
   // value. Returns false if the key is absent. A later deadline costs one
   // index probe and one write; an earlier one also relinks the entry.
-  bool Move(const K& key, std::uint64_t deadline, std::uint32_t hash) {
+  // (`key` is a K or a StoredKey, as for Remove.)
+  template <typename Key>
+  bool Move(const Key& key, std::uint64_t deadline, std::uint32_t hash) {
     const Found found = Find(key, hash);
     if (found.entry == nullptr) return false;
     Reschedule(found.i, *found.entry, Clamp(deadline));
@@ -204,7 +213,8 @@ class Wheel {
 
   // Removes a present key; its value is destroyed. Returns false if absent.
   // One index probe and an O(1) unlink.
-  bool Remove(const K& key, std::uint32_t hash) {
+  template <typename Key>
+  bool Remove(const Key& key, std::uint32_t hash) {
     const Found found = Find(key, hash);
     if (found.entry == nullptr) return false;
     index_.EraseAt(found.pos);
@@ -224,7 +234,7 @@ class Wheel {
   // The deadline of a present key, or nullopt. One index probe.
   std::optional<std::uint64_t> DeadlineOf(const K& key) const {
     const std::size_t pos = index_.Find(HashOf(key), [&](std::uint32_t i) {
-      return eq_(pool_.At(i).key.Get(), key);
+      return Store::Equal(eq_, pool_.At(i).key.Get(), key);
     });
     if (pos == KeyIndex::kAbsent) return std::nullopt;
     return pool_.At(index_.EntryAt(pos)).deadline;
@@ -241,7 +251,9 @@ class Wheel {
   void PrefetchEntry(std::uint32_t hash) const {
     const std::size_t pos =
         index_.Find(hash, [](std::uint32_t) { return true; });
-    if (pos != KeyIndex::kAbsent) Prefetch(&pool_.At(index_.EntryAt(pos)));
+    if (pos != KeyIndex::kAbsent) {
+      PrefetchObject(&pool_.At(index_.EntryAt(pos)));
+    }
   }
 
   // The first tick after now() at which the wheel has work, or kNever when
@@ -264,7 +276,8 @@ class Wheel {
   }
 
   // Processes ticks now()+1 .. target in order. Every timer whose deadline
-  // is reached is removed and handed to sink(tick, K&&, V&&), in tick order.
+  // is reached is removed and handed to sink(tick, StoredKey&&, V&&), in
+  // tick order.
   // Costs O(levels) per tick with work, plus the entries of the slots
   // processed; ticks without work are skipped.
   template <typename Sink>
@@ -281,7 +294,8 @@ class Wheel {
     }
   }
 
-  // Removes every timer, handing each to sink(K&&, V&&) in no set order.
+  // Removes every timer, handing each to sink(StoredKey&&, V&&) in no set
+  // order.
   // O(pool + slots).
   template <typename Sink>
   void TakeAll(Sink&& sink) {
@@ -450,14 +464,15 @@ class Wheel {
             return absl::OkStatus();
           }
           ++timers;
-          const K& key = e.key.Get();
-          TW_INVARIANT(HashOfEntry(e) == HashOf(key), "Wheel: entry ", i,
+          const StoredKey& key = e.key.Get();
+          const std::uint32_t hash = HashOf(Store::AsKey(key));
+          TW_INVARIANT(HashOfEntry(e) == hash, "Wheel: entry ", i,
                        " holds a hash that is not its key's");
           const std::size_t pos =
-              index_.Find(HashOf(key), [&](std::uint32_t j) {
+              index_.Find(hash, [&](std::uint32_t j) {
                 return pool_.Holds(j) && pool_.InUse(j) &&
                        pool_.At(j).deadline != kRemoved &&
-                       eq_(pool_.At(j).key.Get(), key);
+                       Store::Equal(eq_, pool_.At(j).key.Get(), key);
               });
           TW_INVARIANT(pos != KeyIndex::kAbsent && index_.EntryAt(pos) == i,
                        "Wheel: a lookup of the key of entry ", i,
@@ -507,9 +522,11 @@ class Wheel {
   // Keys whose hash is a multiply or two (integers, enums, pointers) are
   // hashed again when their entry fires or moves in a shrink; any other
   // key (a string) keeps its hash in the entry, so the loop never hashes
-  // it. That costs 4 bytes and the padding after them (a std::string
-  // entry is 64 bytes, not 56), against a hash of the whole key on every
-  // firing, which for long keys is much of what a firing costs the loop.
+  // it. That costs 4 bytes, and for a key held as a std::string the
+  // padding after them, against a hash of the whole key on every firing,
+  // which for long keys is much of what a firing costs the loop. (A string
+  // key held inline packs against them: its entry is 72 bytes with an
+  // 8-byte value.)
   static constexpr bool kStoresHash =
       !(std::is_integral_v<K> || std::is_enum_v<K> || std::is_pointer_v<K>);
   struct NoStoredHash {
@@ -521,20 +538,22 @@ class Wheel {
   };
   using StoredHash =
       std::conditional_t<kStoresHash, StoredHashField, NoStoredHash>;
+  // The stored hash comes before the key, where an inline string key
+  // (4-byte aligned) packs against it.
   struct Entry {
     std::uint64_t deadline;
     std::uint32_t prev;
     std::uint32_t next;  // also the pool's free-list link
-    ManualStorage<K> key;
-    ManualStorage<V> value;
     [[no_unique_address]] StoredHash hash;
+    ManualStorage<StoredKey> key;
+    ManualStorage<V> value;
   };
   // The hash of a live entry's key: stored, or computed (kStoresHash).
   std::uint32_t HashOfEntry(const Entry& e) const {
     if constexpr (kStoresHash) {
       return e.hash.value;
     } else {
-      return HashOf(e.key.Get());
+      return HashOf(Store::AsKey(e.key.Get()));
     }
   }
   // How many fired entries wait between leaving their list and leaving the
@@ -567,12 +586,12 @@ class Wheel {
   // The entry it compared the key with comes back too, so that the caller
   // need not look it up in the pool again. kBeforeInsert: the caller
   // inserts the key next if it is absent (KeyIndex::FindBeforeInsert).
-  template <bool kBeforeInsert = false>
-  Found Find(const K& key, std::uint32_t hash) {
+  template <bool kBeforeInsert = false, typename Key>
+  Found Find(const Key& key, std::uint32_t hash) {
     Found found{KeyIndex::kAbsent, 0, nullptr};
     auto matches = [&](std::uint32_t i) {
       Entry& e = pool_.At(i);
-      if (!eq_(e.key.Get(), key)) return false;
+      if (!Store::Equal(eq_, e.key.Get(), key)) return false;
       found.i = i;
       found.entry = &e;
       return true;
@@ -598,7 +617,7 @@ class Wheel {
   }
 
   void PrefetchIfEntry(std::uint32_t i) const {
-    if (pool_.Holds(i)) Prefetch(&pool_.At(i));
+    if (pool_.Holds(i)) PrefetchObject(&pool_.At(i));
   }
 
   std::uint64_t Clamp(std::uint64_t deadline) const {
