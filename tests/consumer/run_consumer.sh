@@ -11,7 +11,10 @@
 #      value types, the cache) against that installed copy, with
 #      -Wthread-safety -Werror=thread-safety, which must pass; and
 #      thread_safety_violation.cc, which the same flags must refuse (so the
-#      analysis does see the library's locks).
+#      analysis does see the library's locks);
+#   4. from CMake: tests/consumer/cmake_project finds the installed copy
+#      with find_package(timingwheel) and links timingwheel::timingwheel;
+#      a request for a version it does not meet is refused.
 # Usage: run_consumer.sh [REPO_ROOT]   (default: two levels up from here)
 set -euo pipefail
 
@@ -97,5 +100,34 @@ if command -v clang++ >/dev/null; then
 else
   echo "== no clang++: the other-compiler check is skipped"
 fi
+
+# Part 4: a CMake project, through find_package(timingwheel) and the
+# imported target, against the same installed copy (./run installs cmake).
+echo "== CMake consumer of the installed copy (find_package(timingwheel))"
+command -v cmake >/dev/null || fail "cmake is not installed"
+config=$(find "$destdir" -name timingwheelConfig.cmake -print -quit)
+[[ -n "$config" ]] || fail "no timingwheelConfig.cmake installed"
+[[ -f "$(dirname "$config")/timingwheelConfigVersion.cmake" ]] \
+  || fail "no timingwheelConfigVersion.cmake installed"
+cmake -S "$here/cmake_project" -B "$tmp/build-cmake" \
+  -DCMAKE_PREFIX_PATH="$destdir/usr/local" \
+  -DCMAKE_BUILD_RPATH="$(dirname "$lib")" >"$tmp/cmake.log" 2>&1 \
+  || { cat "$tmp/cmake.log"; fail "cmake configure (find_package)"; }
+cmake --build "$tmp/build-cmake" -j "$jobs" >"$tmp/cmake-build.log" 2>&1 \
+  || { cat "$tmp/cmake-build.log"; fail "cmake build"; }
+out=$("$tmp/build-cmake/cmake_consumer") || fail "cmake_consumer exited with $?"
+echo "$out"
+[[ "$out" == *"timer fired after 3 ticks, cache entry expired after 2"* ]] \
+  || fail "cmake_consumer: unexpected output"
+# A version this copy does not satisfy must be refused.
+mkdir -p "$tmp/cmake-too-new"
+sed 's/find_package(timingwheel 0.2 REQUIRED)/find_package(timingwheel 9.0 REQUIRED)/' \
+  "$here/cmake_project/CMakeLists.txt" >"$tmp/cmake-too-new/CMakeLists.txt"
+cp "$here/cmake_project/main.cc" "$tmp/cmake-too-new/"
+if cmake -S "$tmp/cmake-too-new" -B "$tmp/build-too-new" \
+  -DCMAKE_PREFIX_PATH="$destdir/usr/local" >"$tmp/cmake-too-new.log" 2>&1; then
+  fail "find_package(timingwheel 9.0) accepted version $(cat "$tmp/cmake-too-new.log" | grep -o 'version "[^"]*"' | head -1)"
+fi
+echo "find_package(timingwheel 9.0) refused, as it must"
 
 echo "run_consumer: OK"
