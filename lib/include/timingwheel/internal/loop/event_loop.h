@@ -238,6 +238,13 @@ class EventLoop final : public TickSink {
   // timers are due within kPaceHorizon.
   static constexpr std::size_t kPaceCallersAbove = 16384;
   static constexpr std::chrono::milliseconds kPaceHorizon{20};
+  // Callers pace themselves also while work has been due this long and the
+  // loop has not got to it: the loop lacks a core, whatever the queue holds
+  // (a burst of string keys costs the loop more per command, and its
+  // producer, the loop and the execute worker want three cores of two).
+  static constexpr std::chrono::microseconds kPaceLate{500};
+  // Batches a long round applies between two SignalBacklogs.
+  static constexpr std::size_t kBatchesPerSignal = 16;
   // Timers a round moves down from each draining coarse slot, before the
   // slot's last tick nears (then more: Wheel::Cascade).
   static constexpr std::size_t kCascadeBudget = 1024;
@@ -445,12 +452,17 @@ class EventLoop final : public TickSink {
   std::size_t ApplyQueued(std::size_t limit) {
     std::size_t total = 0;
     if (!queue_.BoundsLag()) {
-      for (;;) {
+      for (std::size_t batches = 1;; ++batches) {
         const std::size_t n = queue_.PopBulk(batch_.data(), batch_.size());
         pipeline_.Apply(batch_.data(), n, stats_.counts(),
                         [this](Cmd& c) { ApplyUnkeyed(c); });
         total += n;
         if (n < batch_.size() || total >= limit) return total;
+        // A long round tells callers as it goes: what they queue meanwhile
+        // makes it longer still.
+        if (batches % kBatchesPerSignal == 0) {
+          SignalBacklog(queue_.SizeApprox());
+        }
       }
     }
     constexpr std::size_t kMinTake = 32;
@@ -584,22 +596,30 @@ class EventLoop final : public TickSink {
     Publish();
   }
 
-  // Tells callers whether to pace themselves (CallerShare): more than
-  // kPaceCallersAbove commands queued, and timers due within kPaceHorizon,
-  // whose lateness the backlog would add to (a flood of sets for later
-  // loses nothing by waiting in the queue, and is not slowed).
+  // Tells callers whether to pace themselves (CallerShare): the loop is
+  // kPaceLate behind work due, or more than kPaceCallersAbove commands are
+  // queued and timers are due within kPaceHorizon, whose lateness the
+  // backlog would add to (a flood of sets for later loses nothing by
+  // waiting in the queue, and is not slowed). A slow execute callback
+  // paces no caller: callers sleeping would not speed it up.
   void SignalBacklog(std::size_t queued) {
-    caller_share_.SetBehind(queued > kPaceCallersAbove &&
-                            WorkDueWithinHorizon());
+    const std::int64_t until_due = NanosUntilWorkDue();
+    const bool due_soon =
+        until_due <= std::chrono::nanoseconds(kPaceHorizon).count();
+    const bool late =
+        until_due < -std::chrono::nanoseconds(kPaceLate).count();
+    caller_share_.SetBehind(late || (queued > kPaceCallersAbove && due_soon));
   }
-  bool WorkDueWithinHorizon() const {
+  // How long until the wheel's next work is due (negative: overdue), or
+  // int64 max when it has none.
+  std::int64_t NanosUntilWorkDue() const {
     const std::int64_t due = time_.SteadyNanosOfTick(wheel_.NextDueTick());
-    if (due == std::numeric_limits<std::int64_t>::max()) return false;
+    if (due == std::numeric_limits<std::int64_t>::max()) return due;
     const std::int64_t now =
         std::chrono::duration_cast<std::chrono::nanoseconds>(
             Clock::now().time_since_epoch())
             .count();
-    return due - now <= std::chrono::nanoseconds(kPaceHorizon).count();
+    return due - now;
   }
 
   // The wheel's memory and the blocks held ready for it.
