@@ -42,6 +42,7 @@
 #include "support/memory.h"
 #include "support/progress.h"
 #include "timingwheel/cache.h"
+#include "timingwheel/prometheus.h"
 
 namespace {
 
@@ -405,9 +406,18 @@ int main(int argc, char** argv) {
             left(RemovalCause::kReplaced), left(RemovalCause::kExplicit), size,
             t.left_twice, quiet ? "" : " (never quiet)");
   ok &= Check(left(RemovalCause::kExpired) == st.expired &&
-                  left(RemovalCause::kSize) == st.evicted,
-              "listener's causes match stats(): expired %d, evicted %d",
-              st.expired, st.evicted);
+                  left(RemovalCause::kSize) == st.evicted &&
+                  left(RemovalCause::kReplaced) == st.replaced &&
+                  left(RemovalCause::kExplicit) == st.deleted,
+              "listener's causes match stats(): expired %d, evicted %d, "
+              "replaced %d, deleted %d",
+              st.expired, st.evicted, st.replaced, st.deleted);
+  ok &= Check(st.load_latency.count == st.loads + st.load_failures,
+              "stats() times every load: %d, p50 %s, p99 %s, max %s",
+              st.load_latency.count,
+              absl::FormatDuration(st.load_latency.Quantile(0.5)),
+              absl::FormatDuration(st.load_latency.Quantile(0.99)),
+              absl::FormatDuration(st.load_latency.max));
   ok &= Check(
       st.loads == service.loads_ok && st.load_failures == service.loads_failed,
       "stats() counts the backend's loads: %d ok, %d failed", st.loads,
@@ -417,6 +427,10 @@ int main(int argc, char** argv) {
               "(%d undecided)",
               t.late, t.checked, t.unchecked);
   ok &= Check(st.size == size, "stats().size %d == size() %d", st.size, size);
+  absl::PrintF(
+      "\nThe cache's stats as a Prometheus /metrics endpoint would serve "
+      "them:\n%s\n",
+      timingwheel::PrometheusText(st, "timingwheel_cache", "cache=\"users\""));
 
   // Shutting down: Clear hands every remaining value to the listener, and
   // destroying the cache waits for listener calls still running on its

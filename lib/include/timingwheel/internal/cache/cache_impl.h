@@ -37,6 +37,7 @@
 #include "absl/time/time.h"
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/base/hash.h"
+#include "timingwheel/internal/base/latency_recorder.h"
 #include "timingwheel/internal/cache/flight.h"
 #include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/cache/gate.h"
@@ -200,6 +201,7 @@ class CacheImpl {
 
     absl::StatusOr<V> result;
     bool destroyed;
+    const auto load_start = std::chrono::steady_clock::now();
     {
       UserCallFrame frame(this);
       try {
@@ -215,6 +217,9 @@ class CacheImpl {
       flight->Finish(result);
       return result;
     }
+    load_latency_.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - load_start)
+                             .count());
     if (result.ok()) {
       loads_.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -229,6 +234,7 @@ class CacheImpl {
       if (result.ok() && flight->superseded) {
         // As if stored and at once replaced by the later write: every
         // value a load returns leaves through the listener exactly once.
+        CountRemoval(s, RemovalCause::kReplaced);
         if (listener_)
           removals.emplace_back(key, *result, RemovalCause::kReplaced);
       } else if (result.ok()) {
@@ -256,9 +262,7 @@ class CacheImpl {
           const RemovalCause cause = now >= n.deadline
                                          ? RemovalCause::kExpired
                                          : RemovalCause::kExplicit;
-          if (cause == RemovalCause::kExpired) {
-            s.expired.fetch_add(1, std::memory_order_relaxed);
-          }
+          CountRemoval(s, cause);
           Collect(s, i, cause, removals);
         });
         s.index.Clear();
@@ -287,10 +291,13 @@ class CacheImpl {
       st.misses += s->misses.load(std::memory_order_relaxed);
       st.expired += s->expired.load(std::memory_order_relaxed);
       st.evicted += s->evicted.load(std::memory_order_relaxed);
+      st.deleted += s->deleted.load(std::memory_order_relaxed);
+      st.replaced += s->replaced.load(std::memory_order_relaxed);
       st.size += s->size.load(std::memory_order_relaxed);
     }
     st.loads = loads_.load(std::memory_order_relaxed);
     st.load_failures = load_failures_.load(std::memory_order_relaxed);
+    st.load_latency = load_latency_.Snapshot();
     st.listener_exceptions =
         listener_exceptions_.load(std::memory_order_relaxed);
     return st;
@@ -443,9 +450,7 @@ class CacheImpl {
       Unfile(s, i);
       const RemovalCause cause =
           now >= n.deadline ? RemovalCause::kExpired : RemovalCause::kReplaced;
-      if (cause == RemovalCause::kExpired) {
-        s.expired.fetch_add(1, std::memory_order_relaxed);
-      }
+      CountRemoval(s, cause);
       if (listener_) {
         removals.emplace_back(std::move(key), std::move(n.value()), cause);
       }
@@ -543,14 +548,30 @@ class CacheImpl {
     Unfile(s, i);
     s.index.Erase(tag, i);
     if (s.capacity != 0) s.policy.OnRemove(s.pool, i);
-    if (cause == RemovalCause::kExpired) {
-      s.expired.fetch_add(1, std::memory_order_relaxed);
-    } else if (cause == RemovalCause::kSize) {
-      s.evicted.fetch_add(1, std::memory_order_relaxed);
-    }
+    CountRemoval(s, cause);
     Collect(s, i, cause, removals);
     s.size.store(s.index.size(), std::memory_order_relaxed);
     MaybeRelease(s);
+  }
+
+  // Counts a value leaving shard s, by cause (CacheStats).
+  static void CountRemoval(Shard& s, RemovalCause cause) {
+    std::atomic<std::uint64_t>* counter = nullptr;
+    switch (cause) {
+      case RemovalCause::kExpired:
+        counter = &s.expired;
+        break;
+      case RemovalCause::kExplicit:
+        counter = &s.deleted;
+        break;
+      case RemovalCause::kReplaced:
+        counter = &s.replaced;
+        break;
+      case RemovalCause::kSize:
+        counter = &s.evicted;
+        break;
+    }
+    if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
   }
 
   // Moves node i's key and value to `removals` (if there is a listener) and
@@ -673,6 +694,7 @@ class CacheImpl {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::int64_t interval_ns_ = 1;  // the wheel's interval: a bucket's width
   std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
+  LatencyRecorder load_latency_;  // GetOrLoad's load() calls
   std::atomic<std::uint64_t> listener_exceptions_{0};
   const std::shared_ptr<CacheGate> gate_ =
       std::make_shared<CacheGate>();

@@ -144,6 +144,7 @@ struct alignas(64) CacheShard {
 
   std::atomic<std::size_t> size{0};
   std::atomic<std::uint64_t> hits{0}, misses{0}, expired{0}, evicted{0};
+  std::atomic<std::uint64_t> deleted{0}, replaced{0};
 };
 
 }  // namespace internal

@@ -223,7 +223,23 @@ class EventLoop final : public TickSink {
     request.done.wait();
   }
 
-  Stats stats() const { return stats_.Read(); }
+  // The loop's published counts, and what stats() reads from their own
+  // sources (Stats: fire_lateness and after).
+  Stats stats() const {
+    Stats s = stats_.Read();
+    s.fire_lateness = execute_pool_.Lateness();
+    s.callbacks_pending = execute_pool_.Outstanding();
+    s.commands_queued = queue_.SizeApprox();
+    const std::int64_t look = last_look_ns_.load(std::memory_order_relaxed);
+    if (s.commands_queued != 0 && look != 0) {
+      s.loop_lag = absl::Nanoseconds(std::max<std::int64_t>(SteadyNowNs() - look, 0));
+    }
+    if (queue_.BoundsLag()) {
+      s.lag_limit_commands = static_cast<std::size_t>(
+          std::max<std::int64_t>(queue_.LagLimit(), 0));
+    }
+    return s;
+  }
 
  private:
   using Pipeline = ApplyPipeline<K, V, Hash, Eq>;
@@ -293,6 +309,9 @@ class EventLoop final : public TickSink {
           tick_callbacks_running_ ? wheel_.now() : time_.DueTick(wheel_.now());
       // With max_lag, also once it has applied max_lag's worth at the
       // measured pace (ApplyQueued).
+      // What is queued now is taken this round; what is queued later came
+      // after this look (Stats::loop_lag).
+      last_look_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
       const std::size_t queued = queue_.SizeApprox();
       SignalBacklog(queued);
       const std::size_t applied =
@@ -549,8 +568,14 @@ class EventLoop final : public TickSink {
   // manual tick ends when its callbacks have returned (FinishManualTick).
   void AdvanceTo(std::uint64_t due) {
     const std::size_t before = fired_.size();
-    wheel_.AdvanceTo(due, [this](std::uint64_t, StoredKey&& key, V&& value) {
-      fired_.emplace_back(std::move(key), std::move(value));
+    std::uint64_t last_tick = 0;
+    std::int64_t due_ns = Executors::kNoDueTime;
+    wheel_.AdvanceTo(due, [&](std::uint64_t tick, StoredKey&& key, V&& value) {
+      if (tick != last_tick && !time_.manual()) {
+        last_tick = tick;
+        due_ns = time_.SteadyNanosOfTick(tick);
+      }
+      fired_.emplace_back(std::move(key), std::move(value), due_ns);
     });
     stats_.counts().fired += fired_.size() - before;
     time_.Advanced(wheel_.now());
@@ -615,11 +640,12 @@ class EventLoop final : public TickSink {
   std::int64_t NanosUntilWorkDue() const {
     const std::int64_t due = time_.SteadyNanosOfTick(wheel_.NextDueTick());
     if (due == std::numeric_limits<std::int64_t>::max()) return due;
-    const std::int64_t now =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            Clock::now().time_since_epoch())
-            .count();
-    return due - now;
+    return due - SteadyNowNs();
+  }
+  static std::int64_t SteadyNowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               Clock::now().time_since_epoch())
+        .count();
   }
 
   // The wheel's memory and the blocks held ready for it.
@@ -694,6 +720,8 @@ class EventLoop final : public TickSink {
   Mutex stop_mu_;
   bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
   Entries stop_result_;   // written by the loop, read by Stop after join
+  // When the loop last took what was queued (steady ns; 0: never).
+  alignas(64) std::atomic<std::int64_t> last_look_ns_{0};
 };
 
 }  // namespace internal

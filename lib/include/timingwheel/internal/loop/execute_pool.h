@@ -8,16 +8,19 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "timingwheel/internal/base/latency_recorder.h"
 #include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/base/stored_key.h"
 #include "timingwheel/internal/loop/callback_scope.h"
 #include "timingwheel/internal/loop/loop_stats.h"
 #include "timingwheel/internal/loop/thread_name.h"
+#include "timingwheel/internal/time/cycle_clock.h"
 
 namespace timingwheel {
 namespace internal {
@@ -46,7 +49,17 @@ template <typename K, typename V, typename Store = KeyStore<K, std::equal_to<K>>
 class ExecutePool {
  public:
   using Callback = std::function<void(K, V)>;
-  using Item = std::pair<typename Store::Stored, V>;
+  // A fired timer: its key and value, and the steady time (ns) of the tick
+  // it was due on, kNoDueTime under a ManualTicker.
+  struct Item {
+    Item(typename Store::Stored&& k, V&& v, std::int64_t due)
+        : key(std::move(k)), value(std::move(v)), due_ns(due) {}
+    typename Store::Stored key;
+    V value;
+    std::int64_t due_ns;
+  };
+  static constexpr std::int64_t kNoDueTime =
+      std::numeric_limits<std::int64_t>::min();
 
   // Starts `threads` workers calling execute(key, value) inside a
   // CallbackScope of `owner`, counting exceptions in `stats`. When
@@ -107,6 +120,13 @@ class ExecutePool {
       work_.notify_all();
     }
   }
+
+  // Items submitted whose callback has not returned. Any thread.
+  std::uint64_t Outstanding() const {
+    return outstanding_.load(std::memory_order_relaxed);
+  }
+  // How late the callbacks run so far started. Any thread.
+  LatencyHistogram Lateness() const { return lateness_.Snapshot(); }
 
   // True when every item submitted so far has been run (and its callback
   // has returned, with all it did visible to the caller).
@@ -237,16 +257,27 @@ class ExecutePool {
 
   // Runs each item's callback; true if one destroyed the wheel (the rest
   // are dropped).
+  // Records how late each callback starts (Stats::fire_lateness), added
+  // to the pool's recorder once per call.
   bool RunItems(std::vector<Item>& items) {
+    LocalLatencies lateness;
+    bool destroyed = false;
     for (Item& item : items) {
+      lateness.Record(item.due_ns == kNoDueTime
+                          ? 0
+                          : CycleClock::NanosNotBefore() - item.due_ns);
       try {
-        (*execute_)(Store::Take(item.first), std::move(item.second));
+        (*execute_)(Store::Take(item.key), std::move(item.value));
       } catch (...) {
         stats_->CountException();
       }
-      if (reaper_ != nullptr) return true;  // the wheel is being destroyed
+      if (reaper_ != nullptr) {  // the wheel is being destroyed
+        destroyed = true;
+        break;
+      }
     }
-    return false;
+    if (!destroyed) lateness_.Add(lateness);
+    return destroyed;
   }
 
   // Keeps an emptied batch's buffer for the loop, a few at most, so that
@@ -297,6 +328,7 @@ class ExecutePool {
   bool abandoned_ ABSL_GUARDED_BY(mu_) = false;  // see Abandon
 
   alignas(64) std::atomic<std::uint64_t> outstanding_{0};  // submitted, not run
+  alignas(64) LatencyRecorder lateness_;
   std::vector<std::thread> threads_;
 };
 

@@ -3,6 +3,7 @@
 #define TIMINGWHEEL_INTERNAL_LOOP_LOOP_STATS_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "timingwheel/stats.h"
@@ -57,9 +58,15 @@ class LoopStats {
     f(&Stats::refiled);
     f(&Stats::memory_bytes);
   }
-  static_assert(sizeof(Stats) == 11 * sizeof(std::uint64_t),
+  // The fields from fire_lateness on are read from their own sources
+  // (EventLoop::stats).
+  static_assert(offsetof(Stats, fire_lateness) == 11 * sizeof(std::uint64_t),
                 "a new Stats field: list it in ForEachLoopField or count it "
                 "apart, as callback_exceptions is");
+  static_assert(sizeof(Stats) == offsetof(Stats, callbacks_pending) +
+                                     sizeof(std::size_t),
+                "a new Stats field after callbacks_pending: fill it in "
+                "EventLoop::stats");
 
   Stats counts_;
   // Written by the loop, read by any thread, only through std::atomic_ref.
