@@ -213,10 +213,18 @@ class ExecutePool {
     current_pool_ = this;
     std::deque<std::vector<Item>> taken;
     std::vector<Item> one;
+    // How late this worker's callbacks started, not yet in lateness_: added
+    // before the worker waits, before it finishes the last item queued (so
+    // that a caller who sees every callback done sees them counted), and
+    // every kLatenessFlush items meanwhile, so that workers taking one item
+    // at a time do not share atomic lines per callback.
+    LocalLatencies lateness;
     for (;;) {
       std::size_t ran = 0;
+      bool took_last = false;
       {
         MutexLock lock(mu_);
+        if (batches_.empty() && lateness.count != 0) Flush(lateness);
         while (!((!batches_.empty() && !abandoned_) || stopping_)) {
           lock.Wait(work_);
         }
@@ -233,11 +241,12 @@ class ExecutePool {
             head_ = 0;
           }
         }
+        took_last = batches_.empty();
       }
       if (take_all_) {
         for (const std::vector<Item>& batch : taken) ran += batch.size();
         for (std::vector<Item>& batch : taken) {
-          if (RunItems(batch)) break;
+          if (RunItems(batch, lateness)) break;
         }
         if (reaper_ == nullptr) {
           MutexLock lock(mu_);
@@ -245,23 +254,29 @@ class ExecutePool {
         }
       } else {
         ran = 1;
-        RunItems(one);
+        RunItems(one, lateness);
         one.clear();
       }
       taken.clear();  // what a callback that destroyed the wheel left
+      if (reaper_ == nullptr &&
+          (took_last || lateness.count >= kLatenessFlush)) {
+        Flush(lateness);
+      }
       Done(ran);
       if (reaper_ != nullptr) break;
     }
     current_pool_ = nullptr;
   }
 
+  void Flush(LocalLatencies& lateness) {
+    lateness_.Add(lateness);
+    lateness = LocalLatencies();
+  }
+
   // Runs each item's callback; true if one destroyed the wheel (the rest
-  // are dropped).
-  // Records how late each callback starts (Stats::fire_lateness), added
-  // to the pool's recorder once per call.
-  bool RunItems(std::vector<Item>& items) {
-    LocalLatencies lateness;
-    bool destroyed = false;
+  // are dropped). Records in `lateness` how late each callback starts
+  // (Stats::fire_lateness).
+  bool RunItems(std::vector<Item>& items, LocalLatencies& lateness) {
     for (Item& item : items) {
       lateness.Record(item.due_ns == kNoDueTime
                           ? 0
@@ -271,13 +286,9 @@ class ExecutePool {
       } catch (...) {
         stats_->CountException();
       }
-      if (reaper_ != nullptr) {  // the wheel is being destroyed
-        destroyed = true;
-        break;
-      }
+      if (reaper_ != nullptr) return true;  // the wheel is being destroyed
     }
-    if (!destroyed) lateness_.Add(lateness);
-    return destroyed;
+    return false;
   }
 
   // Keeps an emptied batch's buffer for the loop, a few at most, so that
@@ -316,6 +327,7 @@ class ExecutePool {
   const bool take_all_;  // one worker: it takes all that is queued
 
   static constexpr std::size_t kMaxSpares = 4;
+  static constexpr std::uint64_t kLatenessFlush = 64;
 
   Mutex mu_;
   std::condition_variable work_;
