@@ -214,10 +214,11 @@ class ExecutePool {
     std::deque<std::vector<Item>> taken;
     std::vector<Item> one;
     // How late this worker's callbacks started, not yet in lateness_: added
-    // before the worker waits, before it finishes the last item queued (so
-    // that a caller who sees every callback done sees them counted), and
+    // before the worker waits, before it finishes the last item queued, and
     // every kLatenessFlush items meanwhile, so that workers taking one item
-    // at a time do not share atomic lines per callback.
+    // at a time do not share atomic lines per callback. With one worker a
+    // caller who sees every callback done sees them counted; with several,
+    // another worker's last few are added as it goes back to wait.
     LocalLatencies lateness;
     for (;;) {
       std::size_t ran = 0;
