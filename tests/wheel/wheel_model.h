@@ -295,6 +295,83 @@ using ModelWheel =
     internal::Wheel<std::uint32_t, std::unique_ptr<std::uint64_t>,
                     SwitchableHash>;
 
+// ModelWheel's interface over a Wheel with std::string keys, so that the
+// same programs exercise string keys held in place (InlineString) and on
+// the heap: key k is the string of its digits padded with 'x' to
+// (7 k) % 61 + 1 characters or more, so that keys 0-11 (DecodeKey) are
+// 1 to 57 characters long, either side of InlineString::kCapacity (43). The
+// hash is SwitchableHash of the number the string starts with, so the programs'
+// collision modes still hold; equality stays std::equal_to<std::string>,
+// which is what makes the wheel hold the key inline.
+class StringKeyedWheel {
+ public:
+  struct Hash {
+    SwitchableHash inner;
+    std::size_t operator()(const std::string& key) const {
+      return inner(static_cast<std::uint32_t>(std::stoul(key)));
+    }
+  };
+  using W = internal::Wheel<std::string, std::unique_ptr<std::uint64_t>, Hash>;
+
+  StringKeyedWheel(std::uint32_t num_slots, SwitchableHash hash,
+                   std::equal_to<std::uint32_t>, std::uint32_t level_slots)
+      : w_(num_slots, Hash{hash}, std::equal_to<std::string>(), level_slots) {}
+
+  static std::string KeyOf(std::uint32_t k) {
+    std::string s = std::to_string(k);
+    s.resize(
+        std::max<std::size_t>(s.size() + 1, (std::uint64_t{7} * k) % 61 + 1),
+        'x');
+    return s;
+  }
+  static std::uint32_t Number(const std::string& key) {
+    return static_cast<std::uint32_t>(std::stoul(key));
+  }
+
+  std::uint64_t now() const { return w_.now(); }
+  std::size_t size() const { return w_.size(); }
+  std::uint64_t NextDueTick() const { return w_.NextDueTick(); }
+  std::size_t removed_in_lists() const { return w_.removed_in_lists(); }
+  std::uint32_t num_slots() const { return w_.num_slots(); }
+  bool Set(std::uint32_t k, std::unique_ptr<std::uint64_t> v, std::uint64_t d) {
+    return w_.Set(KeyOf(k), std::move(v), d);
+  }
+  bool Move(std::uint32_t k, std::uint64_t d) { return w_.Move(KeyOf(k), d); }
+  bool Remove(std::uint32_t k) { return w_.Remove(KeyOf(k)); }
+  std::optional<std::uint64_t> DeadlineOf(std::uint32_t k) const {
+    return w_.DeadlineOf(KeyOf(k));
+  }
+  // Sinks get the key as the model's number, after checking that the
+  // characters came back whole.
+  template <typename S>
+  void AdvanceTo(std::uint64_t t, S&& s) {
+    w_.AdvanceTo(t, [&](std::uint64_t tick, W::StoredKey&& key,
+                        std::unique_ptr<std::uint64_t>&& value) {
+      std::uint32_t k = Whole(W::Store::Take(key));
+      s(tick, std::move(k), std::move(value));
+    });
+  }
+  bool Cascade(std::size_t budget) { return w_.Cascade(budget); }
+  template <typename S>
+  void TakeAll(S&& s) {
+    w_.TakeAll([&](W::StoredKey&& key, std::unique_ptr<std::uint64_t>&& value) {
+      std::uint32_t k = Whole(W::Store::Take(key));
+      s(std::move(k), std::move(value));
+    });
+  }
+  absl::Status CheckInvariants() const { return w_.CheckInvariants(); }
+
+ private:
+  // The number of a key handed out, or another (so that the comparison
+  // with the model fails) if its characters changed.
+  static std::uint32_t Whole(const std::string& key) {
+    const std::uint32_t k = Number(key);
+    return key == KeyOf(k) ? k : ~k;
+  }
+
+  W w_;
+};
+
 // Runs `program` on a Wheel and on WheelModel in lockstep. Returns "" when
 // they agree throughout and the wheel's CheckInvariants() passes after every
 // operation, else a description of the first divergence or broken

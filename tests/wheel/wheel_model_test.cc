@@ -122,6 +122,25 @@ class OneTickLateWheel {
   ModelWheel w_;
 };
 
+// The string-keyed adapter hands keys back whole, either side of the
+// inline capacity, and its key set spans it.
+TEST(WheelModelTest, StringKeysSpanTheInlineCapacity) {
+  std::size_t shortest = 1000, longest = 0;
+  for (std::uint32_t k = 0; k < 12; ++k) {
+    const std::string key = StringKeyedWheel::KeyOf(k);
+    EXPECT_EQ(StringKeyedWheel::Number(key), k);
+    shortest = std::min(shortest, key.size());
+    longest = std::max(longest, key.size());
+  }
+  EXPECT_LE(shortest, internal::InlineString::kCapacity);
+  EXPECT_GT(longest, internal::InlineString::kCapacity);
+  Program p;
+  p.num_slots = 4;
+  for (std::uint32_t k = 0; k < 12; ++k) p.ops.push_back(SetAt(k, 1 + k));
+  p.ops.push_back(AdvanceBy(20));
+  EXPECT_EQ(RunDifferential<StringKeyedWheel>(p), "");
+}
+
 TEST(WheelModelTest, HarnessCatchesALateFire) {
   Program p;
   p.num_slots = 4;
@@ -554,6 +573,11 @@ TEST(WheelModelTest, RandomDifferential) {
     ASSERT_LE(p.num_slots, 16u);
     const std::string err = RunDifferential(p);
     ASSERT_EQ(err, "") << "program #" << i;
+    // Every fourth again with string keys (StringKeyedWheel).
+    if (i % 4 == 0) {
+      const std::string str_err = RunDifferential<StringKeyedWheel>(p);
+      ASSERT_EQ(str_err, "") << "program #" << i << " with string keys";
+    }
   }
 }
 
@@ -594,6 +618,11 @@ TEST(WheelModelTest, RandomDifferentialCrowded) {
     }
     const std::string err = RunDifferential(p);
     ASSERT_EQ(err, "") << "program #" << i;
+    // Every fourth again with string keys (StringKeyedWheel).
+    if (i % 4 == 0) {
+      const std::string str_err = RunDifferential<StringKeyedWheel>(p);
+      ASSERT_EQ(str_err, "") << "program #" << i << " with string keys";
+    }
   }
 }
 
@@ -608,8 +637,10 @@ TEST(WheelModelTest, FuzzCorpusReplays) {
     std::ifstream in(entry.path(), std::ios::binary);
     const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                                           std::istreambuf_iterator<char>());
-    EXPECT_EQ(RunDifferential(Decode(bytes.data(), bytes.size())), "")
-        << entry.path();
+    const Program p = Decode(bytes.data(), bytes.size());
+    EXPECT_EQ(RunDifferential(p), "") << entry.path();
+    EXPECT_EQ(RunDifferential<StringKeyedWheel>(p), "")
+        << entry.path() << " with string keys";
     ++files;
   }
   EXPECT_GT(files, 0) << "no inputs in " << dir;
