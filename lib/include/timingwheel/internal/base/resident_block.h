@@ -3,11 +3,11 @@
 //
 // Why: the first touch of a page costs microseconds (more on a virtual
 // machine, and for memory the host has not backed yet), and a wheel that
-// grows by a million timers touches tens of thousands of pages. Taken by the loop, on
-// its hot path, those faults build a backlog that every timer behind it
-// waits for. Taken by the thread that creates the work, they slow the
-// producer instead, which is where backpressure belongs, and the loop finds
-// its next slab or table already resident.
+// grows by a million timers touches tens of thousands of pages. Taken by
+// the loop, on its hot path, those faults build a backlog that every timer
+// behind it waits for. Taken by the thread that creates the work, they slow
+// the producer instead, which is where backpressure belongs, and the loop
+// finds its next slab or table already resident.
 #ifndef TIMINGWHEEL_INTERNAL_BASE_RESIDENT_BLOCK_H_
 #define TIMINGWHEEL_INTERNAL_BASE_RESIDENT_BLOCK_H_
 

@@ -232,7 +232,8 @@ class EventLoop final : public TickSink {
     s.commands_queued = queue_.SizeApprox();
     const std::int64_t look = last_look_ns_.load(std::memory_order_relaxed);
     if (s.commands_queued != 0 && look != 0) {
-      s.loop_lag = absl::Nanoseconds(std::max<std::int64_t>(SteadyNowNs() - look, 0));
+      s.loop_lag =
+          absl::Nanoseconds(std::max<std::int64_t>(SteadyNowNs() - look, 0));
     }
     if (queue_.BoundsLag()) {
       s.lag_limit_commands = static_cast<std::size_t>(
@@ -307,11 +308,11 @@ class EventLoop final : public TickSink {
       FinishManualTick();
       const std::uint64_t due =
           tick_callbacks_running_ ? wheel_.now() : time_.DueTick(wheel_.now());
-      // With max_lag, also once it has applied max_lag's worth at the
-      // measured pace (ApplyQueued).
       // What is queued now is taken this round; what is queued later came
       // after this look (Stats::loop_lag).
       last_look_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
+      // With max_lag, also once it has applied max_lag's worth at the
+      // measured pace (ApplyQueued).
       const std::size_t queued = queue_.SizeApprox();
       SignalBacklog(queued);
       const std::size_t applied =

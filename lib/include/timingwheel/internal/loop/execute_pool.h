@@ -45,7 +45,8 @@ namespace internal {
 // Items hold keys as the wheel holds them (Store: base/stored_key.h); a
 // worker turns each into a K just before the callback, so a key the
 // callback frees was allocated by the same thread.
-template <typename K, typename V, typename Store = KeyStore<K, std::equal_to<K>>>
+template <typename K, typename V,
+          typename Store = KeyStore<K, std::equal_to<K>>>
 class ExecutePool {
  public:
   using Callback = std::function<void(K, V)>;

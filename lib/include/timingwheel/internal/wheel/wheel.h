@@ -277,9 +277,8 @@ class Wheel {
 
   // Processes ticks now()+1 .. target in order. Every timer whose deadline
   // is reached is removed and handed to sink(tick, StoredKey&&, V&&), in
-  // tick order.
-  // Costs O(levels) per tick with work, plus the entries of the slots
-  // processed; ticks without work are skipped.
+  // tick order. Costs O(levels) per tick with work, plus the entries of the
+  // slots processed; ticks without work are skipped.
   template <typename Sink>
   void AdvanceTo(std::uint64_t target, Sink&& sink) {
     target = std::min(target, kMaxTick);
@@ -295,8 +294,7 @@ class Wheel {
   }
 
   // Removes every timer, handing each to sink(StoredKey&&, V&&) in no set
-  // order.
-  // O(pool + slots).
+  // order. O(pool + slots).
   template <typename Sink>
   void TakeAll(Sink&& sink) {
     ForEachTimer([&](Entry& e) {
