@@ -279,15 +279,15 @@ class ExecutePool {
   // are dropped). Records in `lateness` how late each callback starts
   // (Stats::fire_lateness).
   //
-  // The clock (about 10 ns a read) is read before the first callback, then
-  // before every kClockStride-th while callbacks run quickly (the last read
-  // came under kQuickNs before), before each one otherwise. A callback's
-  // start is taken as the last read: while callbacks are quick, at most
+  // The clock is read before the first callback, then before every
+  // kClockStride-th while callbacks run quickly (the last read came under
+  // kQuickNs before), before each one otherwise. A callback's start is
+  // taken as the last read: while callbacks are quick, at most
   // kClockStride - 1 callbacks early, which is what lets a burst of cheap
-  // callbacks pay a read per kClockStride; a callback that turns slow in
-  // such a stretch makes the rest of it (at most kClockStride - 1 callbacks)
-  // count its run time as not late, and the next read switches back to one
-  // read each.
+  // callbacks pay a read per kClockStride rather than one each; a callback
+  // that turns slow in such a stretch makes the rest of it (at most
+  // kClockStride - 1 callbacks) count its run time as not late, and the
+  // next read switches back to one read each.
   bool RunItems(std::vector<Item>& items, LocalLatencies& lateness) {
     std::int64_t now = 0, last_read = 0;
     std::uint32_t stride = 1, since_read = kClockStride;
