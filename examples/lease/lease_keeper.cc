@@ -1,0 +1,511 @@
+#include "lease/lease_keeper.h"
+
+#include <pthread.h>
+
+#include <cstdio>
+#include <optional>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "support/clock.h"
+
+namespace lease {
+namespace {
+
+using support::MonoNanos;
+
+// Extends the lock only while it holds our token, so a lock that expired
+// and was taken by someone else is never extended by us. KEYS[1] = name,
+// ARGV[1] = our token, ARGV[2] = ttl in ms. Returns 1 if extended, else 0.
+constexpr char kRenewScript[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+// Deletes the lock only while it holds our token. Returns 1 if deleted.
+constexpr char kReleaseScript[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('del', KEYS[1]) else return 0 end";
+
+bool IsOk(const redisReply& reply) {
+  return reply.type == REDIS_REPLY_STATUS &&
+         absl::string_view(reply.str, reply.len) == "OK";
+}
+
+void Record(timingwheel::LatencyHistogram& h, std::int64_t ns) {
+  const absl::Duration d = absl::Nanoseconds(ns < 0 ? 0 : ns);
+  ++h.buckets[timingwheel::LatencyHistogram::BucketOf(ns)];
+  ++h.count;
+  h.sum += d;
+  if (d > h.max) h.max = d;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LeaseKeeper>> LeaseKeeper::Create(
+    KeeperOptions options) {
+  if (options.renew_every == absl::ZeroDuration()) {
+    options.renew_every = options.ttl / 3;
+  }
+  if (options.retry_after == absl::ZeroDuration()) {
+    options.retry_after = options.ttl / 10;
+  }
+  if (options.ttl < absl::Milliseconds(10) ||
+      options.ttl == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError("ttl must be finite and >= 10 ms");
+  }
+  if (options.renew_every <= absl::ZeroDuration() ||
+      options.renew_every >= options.ttl) {
+    return absl::InvalidArgumentError("renew_every must be in (0, ttl)");
+  }
+  if (options.retry_after <= absl::ZeroDuration() ||
+      options.tick <= absl::ZeroDuration() ||
+      options.io_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "retry_after, tick and io_timeout must be positive");
+  }
+  if (options.batch < 1 || options.port < 1 || options.port > 65535 ||
+      options.host.empty()) {
+    return absl::InvalidArgumentError("batch >= 1, a host and a port needed");
+  }
+  if (!options.log) {
+    options.log = [](const std::string& line) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    };
+  }
+  std::unique_ptr<LeaseKeeper> keeper(new LeaseKeeper(std::move(options)));
+  timingwheel::Options wheel_options;
+  wheel_options.interval = keeper->options_.tick;
+  LeaseKeeper* k = keeper.get();
+  auto wheel =
+      Wheel::Create(wheel_options, [k](std::uint64_t id, Renewal renewal) {
+        std::lock_guard lock(k->due_mu_);
+        k->due_.emplace_back(id, std::move(renewal));
+        if (k->due_.size() == 1) k->due_cv_.notify_one();
+      });
+  if (!wheel.ok()) return wheel.status();
+  keeper->wheel_ = std::move(*wheel);
+  keeper->renewer_ = std::thread([k] { k->RenewLoop(); });
+  (void)pthread_setname_np(keeper->renewer_.native_handle(), "lease-renew");
+  return keeper;
+}
+
+LeaseKeeper::LeaseKeeper(KeeperOptions options)
+    : options_(std::move(options)),
+      keeper_id_(absl::BitGen()()),
+      call_link_(options_.host, options_.port, options_.io_timeout),
+      renew_link_(options_.host, options_.port, options_.io_timeout) {}
+
+LeaseKeeper::~LeaseKeeper() { Abandon(); }
+
+std::string LeaseKeeper::Token(std::uint64_t id) const {
+  return absl::StrFormat("%016x:%d", keeper_id_, id);
+}
+
+absl::Status LeaseKeeper::Arm(std::uint64_t id, std::string name,
+                              absl::Duration delay) {
+  const std::int64_t due = MonoNanos() + absl::ToInt64Nanoseconds(delay);
+  return wheel_->SetTimer(id, Renewal{std::move(name), due}, delay);
+}
+
+absl::StatusOr<bool> LeaseKeeper::Acquire(const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("empty lock name");
+  {
+    absl::MutexLock lock(&mu_);
+    if (abandoned_) return absl::FailedPreconditionError("keeper abandoned");
+    if (held_.contains(name)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lock ", name, " is held by this keeper already"));
+    }
+  }
+  const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  const std::string ttl_ms =
+      absl::StrCat(absl::ToInt64Milliseconds(options_.ttl));
+  std::int64_t sent_ns = 0;
+  absl::StatusOr<Reply> reply;
+  {
+    absl::MutexLock lock(&call_mu_);
+    sent_ns = MonoNanos();
+    reply = call_link_.Call({"SET", name, Token(id), "NX", "PX", ttl_ms});
+  }
+  if (!reply.ok()) return reply.status();
+  if ((*reply)->type == REDIS_REPLY_NIL) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (!IsOk(**reply)) return absl::UnknownError(Describe(**reply));
+  {
+    absl::MutexLock lock(&mu_);
+    // Abandoned meanwhile: the key expires within a ttl, as the others do.
+    if (abandoned_) return absl::FailedPreconditionError("keeper abandoned");
+    held_[name] = Held{id, sent_ns + absl::ToInt64Nanoseconds(options_.ttl)};
+  }
+  acquired_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::Status s = Arm(id, name, options_.renew_every); !s.ok()) return s;
+  return true;
+}
+
+absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
+    absl::Span<const std::string> names) {
+  for (const std::string& name : names) {
+    if (name.empty()) return absl::InvalidArgumentError("empty lock name");
+  }
+  const std::string ttl_ms =
+      absl::StrCat(absl::ToInt64Milliseconds(options_.ttl));
+  std::size_t taken = 0;
+  std::vector<std::pair<std::uint64_t, const std::string*>> sent;
+  std::vector<std::pair<std::uint64_t, Renewal>> arm;
+  for (std::size_t begin = 0; begin < names.size();
+       begin += static_cast<std::size_t>(options_.batch)) {
+    const std::size_t end = std::min(
+        names.size(), begin + static_cast<std::size_t>(options_.batch));
+    sent.clear();
+    {
+      absl::MutexLock lock(&mu_);
+      if (abandoned_) return absl::FailedPreconditionError("keeper abandoned");
+      for (std::size_t i = begin; i < end; ++i) {
+        if (!held_.contains(names[i])) {
+          sent.emplace_back(next_id_.fetch_add(1, std::memory_order_relaxed),
+                            &names[i]);
+        }
+      }
+    }
+    std::int64_t sent_ns = 0;
+    std::vector<Reply> replies;
+    {
+      absl::MutexLock lock(&call_mu_);
+      if (absl::Status s = call_link_.Connect(); !s.ok()) return s;
+      sent_ns = MonoNanos();
+      for (const auto& [id, name] : sent) {
+        call_link_.Append({"SET", *name, Token(id), "NX", "PX", ttl_ms});
+      }
+      for (std::size_t i = 0; i < sent.size(); ++i) {
+        absl::StatusOr<Reply> reply = call_link_.Read();
+        if (!reply.ok()) return reply.status();
+        replies.push_back(std::move(*reply));
+      }
+    }
+    arm.clear();
+    const std::int64_t due =
+        MonoNanos() + absl::ToInt64Nanoseconds(options_.renew_every);
+    {
+      absl::MutexLock lock(&mu_);
+      for (std::size_t i = 0; i < sent.size(); ++i) {
+        if (replies[i]->type == REDIS_REPLY_NIL) {
+          refused_.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        if (!IsOk(*replies[i]))
+          return absl::UnknownError(Describe(*replies[i]));
+        const auto& [id, name] = sent[i];
+        held_[*name] =
+            Held{id, sent_ns + absl::ToInt64Nanoseconds(options_.ttl)};
+        arm.emplace_back(id, Renewal{*name, due});
+      }
+    }
+    taken += arm.size();
+    acquired_.fetch_add(arm.size(), std::memory_order_relaxed);
+    if (absl::Status s =
+            wheel_->SetTimers(absl::MakeSpan(arm), options_.renew_every);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return taken;
+}
+
+absl::StatusOr<bool> LeaseKeeper::Release(const std::string& name) {
+  std::uint64_t id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = held_.find(name);
+    if (it == held_.end()) {
+      return absl::NotFoundError(absl::StrCat("lock ", name, " is not held"));
+    }
+    id = it->second.id;
+    held_.erase(it);
+  }
+  // A renewal already on its way finds the lock gone from held_ and drops it.
+  (void)wheel_->RemoveTimer(id);
+  absl::StatusOr<Reply> reply;
+  {
+    absl::MutexLock lock(&call_mu_);
+    reply = call_link_.Call({"EVAL", kReleaseScript, "1", name, Token(id)});
+  }
+  if (!reply.ok()) return reply.status();
+  if ((*reply)->type != REDIS_REPLY_INTEGER) {
+    return absl::UnknownError(Describe(**reply));
+  }
+  if ((*reply)->integer != 1) return false;
+  released_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+absl::StatusOr<std::size_t> LeaseKeeper::ReleaseAll() {
+  std::vector<std::pair<std::uint64_t, std::string>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    all.reserve(held_.size());
+    for (auto& [name, held] : held_) all.emplace_back(held.id, name);
+    held_.clear();
+  }
+  std::vector<std::uint64_t> ids;
+  ids.reserve(all.size());
+  for (const auto& item : all) ids.push_back(item.first);
+  (void)wheel_->RemoveTimers(absl::MakeConstSpan(ids));
+  std::size_t deleted = 0;
+  absl::MutexLock lock(&call_mu_);
+  for (std::size_t begin = 0; begin < all.size();
+       begin += static_cast<std::size_t>(options_.batch)) {
+    const std::size_t end =
+        std::min(all.size(), begin + static_cast<std::size_t>(options_.batch));
+    if (absl::Status s = call_link_.Connect(); !s.ok()) return s;
+    for (std::size_t i = begin; i < end; ++i) {
+      call_link_.Append(
+          {"EVAL", kReleaseScript, "1", all[i].second, Token(all[i].first)});
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      absl::StatusOr<Reply> reply = call_link_.Read();
+      if (!reply.ok()) return reply.status();
+      if ((*reply)->type == REDIS_REPLY_INTEGER && (*reply)->integer == 1) {
+        ++deleted;
+      }
+    }
+  }
+  released_.fetch_add(deleted, std::memory_order_relaxed);
+  return deleted;
+}
+
+void LeaseKeeper::Abandon() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (abandoned_) return;
+    abandoned_ = true;
+  }
+  // No execute callback runs after Stop(); then the renewer finishes the
+  // batch it is sending (bounded by io_timeout) and exits.
+  (void)wheel_->Stop();
+  {
+    std::lock_guard lock(due_mu_);
+    stopping_ = true;
+  }
+  due_cv_.notify_all();
+  renewer_.join();
+}
+
+bool LeaseKeeper::Holds(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  return held_.contains(name);
+}
+
+KeeperStats LeaseKeeper::stats() const {
+  KeeperStats s;
+  {
+    absl::MutexLock lock(&mu_);
+    s.held = held_.size();
+  }
+  s.acquired = acquired_.load(std::memory_order_relaxed);
+  s.refused = refused_.load(std::memory_order_relaxed);
+  s.released = released_.load(std::memory_order_relaxed);
+  s.renewals = renewals_.load(std::memory_order_relaxed);
+  s.renew_failures = renew_failures_.load(std::memory_order_relaxed);
+  s.lost = lost_.load(std::memory_order_relaxed);
+  s.connects = connects_.load(std::memory_order_relaxed);
+  {
+    absl::MutexLock lock(&lateness_mu_);
+    s.renew_lateness = lateness_;
+  }
+  s.wheel = wheel_->stats();
+  return s;
+}
+
+void LeaseKeeper::RenewLoop() {
+  std::vector<std::pair<std::uint64_t, Renewal>> due;
+  const auto batch = static_cast<std::size_t>(options_.batch);
+  // Two batches on the wire at a time: Redis works on one while this thread
+  // reads the other's replies and writes the next.
+  std::optional<Flight> in_flight;
+  for (bool stopping = false; !stopping;) {
+    {
+      std::unique_lock lock(due_mu_);
+      due_cv_.wait(lock, [this] { return stopping_ || !due_.empty(); });
+      if (stopping_) return;
+      due.swap(due_);
+    }
+    for (std::size_t begin = 0; begin < due.size(); begin += batch) {
+      {
+        std::lock_guard lock(due_mu_);
+        if ((stopping = stopping_)) break;
+      }
+      const std::size_t end = std::min(due.size(), begin + batch);
+      Flight next = Prepare({std::make_move_iterator(due.begin() + begin),
+                             std::make_move_iterator(due.begin() + end)});
+      Send(next);
+      if (in_flight) Finish(*in_flight);
+      in_flight = std::move(next);
+    }
+    // Abandon() returns only after every renewal sent has been answered.
+    if (in_flight) Finish(*in_flight);
+    in_flight.reset();
+    due.clear();
+  }
+}
+
+LeaseKeeper::Flight LeaseKeeper::Prepare(
+    std::vector<std::pair<std::uint64_t, Renewal>> due) {
+  Flight flight;
+  const std::int64_t now_ns = MonoNanos();
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, renewal] : due) {
+    auto it = held_.find(renewal.name);
+    if (it == held_.end() || it->second.id != id) continue;  // released
+    if (now_ns >= it->second.valid_until_ns) {
+      // No renewal got through in time: the key may have expired and been
+      // taken by someone else, so the holder must not count on it.
+      held_.erase(it);
+      flight.lost.push_back(std::move(renewal.name));
+      continue;
+    }
+    flight.items.push_back(
+        Flight::Item{id, std::move(renewal.name), Token(id), renewal.due_ns});
+  }
+  return flight;
+}
+
+void LeaseKeeper::Send(Flight& flight) {
+  if (flight.items.empty()) return;
+  const bool was_connected = renew_link_.connected();
+  absl::Status status = renew_link_.Connect();
+  if (status.ok() && !was_connected) {
+    connects_.fetch_add(1, std::memory_order_relaxed);
+    renew_sha_.clear();  // perhaps a restarted server: load the script again
+  }
+  if (status.ok() && renew_sha_.empty()) {
+    absl::StatusOr<Reply> sha =
+        renew_link_.Call({"SCRIPT", "LOAD", kRenewScript});
+    if (!sha.ok()) {
+      status = sha.status();
+    } else if ((*sha)->type != REDIS_REPLY_STRING) {
+      status = absl::UnknownError(Describe(**sha));
+    } else {
+      renew_sha_.assign((*sha)->str, (*sha)->len);
+    }
+  }
+  if (!status.ok()) {
+    flight.error = std::string(status.message());
+    return;
+  }
+  const std::string ttl_ms =
+      absl::StrCat(absl::ToInt64Milliseconds(options_.ttl));
+  flight.sent_ns = MonoNanos();
+  for (const Flight::Item& item : flight.items) {
+    renew_link_.Append(
+        {"EVALSHA", renew_sha_, "1", item.name, item.token, ttl_ms});
+  }
+  // Sent even if the write fails: Finish() then reads "not connected".
+  flight.sent = true;
+  if (status = renew_link_.Flush(); !status.ok()) {
+    flight.error = std::string(status.message());
+  }
+}
+
+void LeaseKeeper::Finish(Flight& flight) {
+  if (flight.sent) {
+    for (Flight::Item& item : flight.items) {
+      absl::StatusOr<Reply> reply = renew_link_.Read();
+      if (!reply.ok()) {  // the link is closed: the rest got no answer
+        flight.error = std::string(reply.status().message());
+        break;
+      }
+      if ((*reply)->type == REDIS_REPLY_INTEGER) {
+        item.outcome =
+            (*reply)->integer == 1 ? Outcome::kRenewed : Outcome::kLost;
+      } else {
+        flight.error = Describe(**reply);
+        if (absl::StrContains(flight.error, "NOSCRIPT")) renew_sha_.clear();
+      }
+    }
+  }
+
+  const std::int64_t done_ns = MonoNanos();
+  const std::int64_t ttl_ns = absl::ToInt64Nanoseconds(options_.ttl);
+  const std::int64_t retry_ns = absl::ToInt64Nanoseconds(options_.retry_after);
+  std::vector<std::pair<std::uint64_t, Renewal>> rearm, retry;
+  std::vector<std::string>& lost = flight.lost;
+  std::size_t renewed = 0, failures = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (Flight::Item& item : flight.items) {
+      auto it = held_.find(item.name);
+      if (it == held_.end() || it->second.id != item.id) continue;  // released
+      switch (item.outcome) {
+        case Outcome::kRenewed:
+          ++renewed;
+          it->second.valid_until_ns = flight.sent_ns + ttl_ns;
+          rearm.emplace_back(item.id, Renewal{std::move(item.name), 0});
+          break;
+        case Outcome::kLost:
+          held_.erase(it);
+          lost.push_back(std::move(item.name));
+          break;
+        case Outcome::kNoAnswer:
+          ++failures;
+          if (done_ns + retry_ns < it->second.valid_until_ns) {
+            retry.emplace_back(item.id, Renewal{std::move(item.name), 0});
+          } else {
+            held_.erase(it);
+            lost.push_back(std::move(item.name));
+          }
+          break;
+      }
+    }
+  }
+  {
+    absl::MutexLock lock(&lateness_mu_);
+    for (const Flight::Item& item : flight.items) {
+      if (item.outcome == Outcome::kRenewed) {
+        Record(lateness_, done_ns - item.due_ns);
+      }
+    }
+  }
+  // Refused only once the keeper is abandoned, when nothing is renewed.
+  for (auto* group : {&rearm, &retry}) {
+    const absl::Duration delay =
+        group == &rearm ? options_.renew_every : options_.retry_after;
+    const std::int64_t due = MonoNanos() + absl::ToInt64Nanoseconds(delay);
+    for (auto& entry : *group) entry.second.due_ns = due;
+    if (!group->empty()) (void)wheel_->SetTimers(absl::MakeSpan(*group), delay);
+  }
+  renewals_.fetch_add(renewed, std::memory_order_relaxed);
+  renew_failures_.fetch_add(failures, std::memory_order_relaxed);
+  lost_.fetch_add(lost.size(), std::memory_order_relaxed);
+  if (failures > 0) {
+    Log(absl::StrCat("lease keeper: ", failures, " renewals got no answer (",
+                     flight.error, "); retrying in ",
+                     absl::FormatDuration(options_.retry_after)));
+  }
+  if (!lost.empty()) {
+    Log(absl::StrCat("lease keeper: ", lost.size(), " lock(s) lost, e.g. ",
+                     lost.front()));
+  }
+  if (options_.on_lost) {
+    for (const std::string& name : lost) options_.on_lost(name);
+  }
+}
+
+void LeaseKeeper::Log(std::string line) {
+  const std::int64_t now = MonoNanos();
+  if (last_log_ns_ != 0 && now - last_log_ns_ < 1'000'000'000) {
+    ++logs_suppressed_;
+    return;
+  }
+  if (logs_suppressed_ > 0) {
+    absl::StrAppend(&line, " (", logs_suppressed_, " lines like it held back)");
+    logs_suppressed_ = 0;
+  }
+  last_log_ns_ = now;
+  options_.log(line);
+}
+
+}  // namespace lease
