@@ -18,6 +18,8 @@
 //    passes; then it is lost (the holder can no longer know it holds it).
 //
 // Thread-safe. `on_lost` and `log` run on the keeper's renewal thread.
+// Create() ignores SIGPIPE unless the program handles it already: a write to
+// a connection Redis has closed must fail, not end the process.
 #ifndef TIMINGWHEEL_EXAMPLES_LEASE_LEASE_KEEPER_H_
 #define TIMINGWHEEL_EXAMPLES_LEASE_LEASE_KEEPER_H_
 
