@@ -105,7 +105,7 @@ absl::Status LeaseKeeper::Arm(std::uint64_t id, std::string name,
 absl::StatusOr<bool> LeaseKeeper::Acquire(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("empty lock name");
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     if (abandoned_) return absl::FailedPreconditionError("keeper abandoned");
     if (held_.contains(name)) {
       return absl::FailedPreconditionError(
@@ -118,7 +118,7 @@ absl::StatusOr<bool> LeaseKeeper::Acquire(const std::string& name) {
   std::int64_t sent_ns = 0;
   absl::StatusOr<Reply> reply;
   {
-    absl::MutexLock lock(&call_mu_);
+    std::lock_guard lock(call_mu_);
     sent_ns = MonoNanos();
     reply = call_link_.Call({"SET", name, Token(id), "NX", "PX", ttl_ms});
   }
@@ -129,7 +129,7 @@ absl::StatusOr<bool> LeaseKeeper::Acquire(const std::string& name) {
   }
   if (!IsOk(**reply)) return absl::UnknownError(Describe(**reply));
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     // Abandoned meanwhile: the key expires within a ttl, as the others do.
     if (abandoned_) return absl::FailedPreconditionError("keeper abandoned");
     held_[name] = Held{id, sent_ns + absl::ToInt64Nanoseconds(options_.ttl)};
@@ -155,7 +155,7 @@ absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
         names.size(), begin + static_cast<std::size_t>(options_.batch));
     sent.clear();
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard lock(mu_);
       if (abandoned_) return absl::FailedPreconditionError("keeper abandoned");
       for (std::size_t i = begin; i < end; ++i) {
         if (!held_.contains(names[i])) {
@@ -167,7 +167,7 @@ absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
     std::int64_t sent_ns = 0;
     std::vector<Reply> replies;
     {
-      absl::MutexLock lock(&call_mu_);
+      std::lock_guard lock(call_mu_);
       if (absl::Status s = call_link_.Connect(); !s.ok()) return s;
       sent_ns = MonoNanos();
       for (const auto& [id, name] : sent) {
@@ -183,7 +183,7 @@ absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
     const std::int64_t due =
         MonoNanos() + absl::ToInt64Nanoseconds(options_.renew_every);
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard lock(mu_);
       for (std::size_t i = 0; i < sent.size(); ++i) {
         if (replies[i]->type == REDIS_REPLY_NIL) {
           refused_.fetch_add(1, std::memory_order_relaxed);
@@ -211,7 +211,7 @@ absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
 absl::StatusOr<bool> LeaseKeeper::Release(const std::string& name) {
   std::uint64_t id = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     auto it = held_.find(name);
     if (it == held_.end()) {
       return absl::NotFoundError(absl::StrCat("lock ", name, " is not held"));
@@ -223,7 +223,7 @@ absl::StatusOr<bool> LeaseKeeper::Release(const std::string& name) {
   (void)wheel_->RemoveTimer(id);
   absl::StatusOr<Reply> reply;
   {
-    absl::MutexLock lock(&call_mu_);
+    std::lock_guard lock(call_mu_);
     reply = call_link_.Call({"EVAL", kReleaseScript, "1", name, Token(id)});
   }
   if (!reply.ok()) return reply.status();
@@ -238,7 +238,7 @@ absl::StatusOr<bool> LeaseKeeper::Release(const std::string& name) {
 absl::StatusOr<std::size_t> LeaseKeeper::ReleaseAll() {
   std::vector<std::pair<std::uint64_t, std::string>> all;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     all.reserve(held_.size());
     for (auto& [name, held] : held_) all.emplace_back(held.id, name);
     held_.clear();
@@ -248,7 +248,7 @@ absl::StatusOr<std::size_t> LeaseKeeper::ReleaseAll() {
   for (const auto& item : all) ids.push_back(item.first);
   (void)wheel_->RemoveTimers(absl::MakeConstSpan(ids));
   std::size_t deleted = 0;
-  absl::MutexLock lock(&call_mu_);
+  std::lock_guard lock(call_mu_);
   for (std::size_t begin = 0; begin < all.size();
        begin += static_cast<std::size_t>(options_.batch)) {
     const std::size_t end =
@@ -272,7 +272,7 @@ absl::StatusOr<std::size_t> LeaseKeeper::ReleaseAll() {
 
 void LeaseKeeper::Abandon() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     if (abandoned_) return;
     abandoned_ = true;
   }
@@ -288,14 +288,14 @@ void LeaseKeeper::Abandon() {
 }
 
 bool LeaseKeeper::Holds(const std::string& name) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard lock(mu_);
   return held_.contains(name);
 }
 
 KeeperStats LeaseKeeper::stats() const {
   KeeperStats s;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     s.held = held_.size();
   }
   s.acquired = acquired_.load(std::memory_order_relaxed);
@@ -306,7 +306,7 @@ KeeperStats LeaseKeeper::stats() const {
   s.lost = lost_.load(std::memory_order_relaxed);
   s.connects = connects_.load(std::memory_order_relaxed);
   {
-    absl::MutexLock lock(&lateness_mu_);
+    std::lock_guard lock(lateness_mu_);
     s.renew_lateness = lateness_;
   }
   s.wheel = wheel_->stats();

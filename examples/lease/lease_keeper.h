@@ -34,12 +34,10 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "lease/redis_link.h"
 #include "timingwheel/timing_wheel.h"
@@ -159,13 +157,13 @@ class LeaseKeeper {
   std::unique_ptr<Wheel> wheel_;
   std::atomic<std::uint64_t> next_id_{1};
 
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Held> held_ ABSL_GUARDED_BY(mu_);
-  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, Held> held_;  // guarded by mu_
+  bool abandoned_ = false;                       // guarded by mu_
 
   // Callers' connection for Acquire and Release.
-  absl::Mutex call_mu_;
-  RedisLink call_link_ ABSL_GUARDED_BY(call_mu_);
+  std::mutex call_mu_;
+  RedisLink call_link_;  // guarded by call_mu_
 
   // Renewals due, handed from the wheel's execute worker to the renewer.
   std::mutex due_mu_;
@@ -180,8 +178,8 @@ class LeaseKeeper {
   int logs_suppressed_ = 0;
   std::atomic<std::uint64_t> acquired_{0}, refused_{0}, released_{0},
       renewals_{0}, renew_failures_{0}, lost_{0}, connects_{0};
-  mutable absl::Mutex lateness_mu_;
-  timingwheel::LatencyHistogram lateness_ ABSL_GUARDED_BY(lateness_mu_);
+  mutable std::mutex lateness_mu_;
+  timingwheel::LatencyHistogram lateness_;  // guarded by lateness_mu_
 
   std::thread renewer_;
 };

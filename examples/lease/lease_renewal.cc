@@ -69,7 +69,7 @@ LeaseKeeper::Flight LeaseKeeper::Prepare(
     std::vector<std::pair<std::uint64_t, Renewal>> due) {
   Flight flight;
   const std::int64_t now_ns = MonoNanos();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard lock(mu_);
   for (auto& [id, renewal] : due) {
     auto it = held_.find(renewal.name);
     if (it == held_.end() || it->second.id != id) continue;  // released
@@ -148,7 +148,7 @@ void LeaseKeeper::Finish(Flight& flight) {
   std::vector<std::string>& lost = flight.lost;
   std::size_t renewed = 0, failures = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     for (Flight::Item& item : flight.items) {
       auto it = held_.find(item.name);
       if (it == held_.end() || it->second.id != item.id) continue;  // released
@@ -175,7 +175,7 @@ void LeaseKeeper::Finish(Flight& flight) {
     }
   }
   {
-    absl::MutexLock lock(&lateness_mu_);
+    std::lock_guard lock(lateness_mu_);
     for (const Flight::Item& item : flight.items) {
       if (item.outcome == Outcome::kRenewed) {
         Record(lateness_, done_ns - item.due_ns);

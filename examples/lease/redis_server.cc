@@ -1,10 +1,11 @@
 #include "lease/redis_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,8 +20,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "lease/redis_link.h"
-
-extern char** environ;
 
 namespace lease {
 namespace {
@@ -105,11 +104,23 @@ absl::Status RedisServer::Launch() {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (const int err = posix_spawn(&pid, binary_.c_str(), nullptr, nullptr,
-                                  argv.data(), environ);
-      err != 0) {
-    return absl::InternalError(absl::StrCat("posix_spawn redis-server: ", err));
+  // The server dies with the thread that started it (PR_SET_PDEATHSIG), so
+  // a test or program that crashes leaves no server behind; it writes to its
+  // log file only, never to our stdout, which a pipe may be reading.
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {  // only async-signal-safe calls until exec
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execv(binary_.c_str(), argv.data());
+    _exit(127);
   }
   pid_ = pid;
   // Ready when it answers PING; gone if it exited (a port taken meanwhile).
