@@ -182,6 +182,9 @@ absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
     arm.clear();
     const std::int64_t due =
         MonoNanos() + absl::ToInt64Nanoseconds(options_.renew_every);
+    // An error reply (out of memory, a key of another type) ends the call,
+    // after the locks this batch did take are armed like the others.
+    absl::Status error;
     {
       std::lock_guard lock(mu_);
       for (std::size_t i = 0; i < sent.size(); ++i) {
@@ -189,8 +192,10 @@ absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
           refused_.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
-        if (!IsOk(*replies[i]))
-          return absl::UnknownError(Describe(*replies[i]));
+        if (!IsOk(*replies[i])) {
+          if (error.ok()) error = absl::UnknownError(Describe(*replies[i]));
+          continue;
+        }
         const auto& [id, name] = sent[i];
         held_[*name] =
             Held{id, sent_ns + absl::ToInt64Nanoseconds(options_.ttl)};
@@ -204,6 +209,7 @@ absl::StatusOr<std::size_t> LeaseKeeper::AcquireMany(
         !s.ok()) {
       return s;
     }
+    if (!error.ok()) return error;
   }
   return taken;
 }
@@ -277,14 +283,15 @@ void LeaseKeeper::Abandon() {
     abandoned_ = true;
   }
   // No execute callback runs after Stop(); then the renewer finishes the
-  // batch it is sending (bounded by io_timeout) and exits.
-  (void)wheel_->Stop();
+  // batch it is sending (bounded by io_timeout) and exits. (Neither exists
+  // if Create failed half way.)
+  if (wheel_ != nullptr) (void)wheel_->Stop();
   {
     std::lock_guard lock(due_mu_);
     stopping_ = true;
   }
   due_cv_.notify_all();
-  renewer_.join();
+  if (renewer_.joinable()) renewer_.join();
 }
 
 bool LeaseKeeper::Holds(const std::string& name) const {

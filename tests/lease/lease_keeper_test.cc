@@ -288,6 +288,27 @@ TEST_F(LeaseKeeperTest, ConcurrentAcquireAndReleaseLeaveNothingBehind) {
   EXPECT_EQ(Existing(Names(50, "c-")), 0u);
 }
 
+TEST_F(LeaseKeeperTest, AnErrorReplyIsAClearStatusAndTakesNothing) {
+  auto keeper = Keeper(Options(absl::Seconds(1)));
+  ASSERT_NE(keeper, nullptr);
+  ASSERT_EQ(keeper->Acquire("before").value_or(false), true);
+  // A Redis out of memory refuses every write.
+  Call({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  Call({"CONFIG", "SET", "maxmemory", "1"});
+  absl::StatusOr<std::size_t> many = keeper->AcquireMany({"p", "q"});
+  EXPECT_TRUE(absl::IsUnknown(many.status())) << many.status();
+  EXPECT_TRUE(absl::StrContains(many.status().message(), "OOM"))
+      << many.status();
+  absl::StatusOr<bool> one = keeper->Acquire("r");
+  EXPECT_TRUE(absl::IsUnknown(one.status())) << one.status();
+  EXPECT_FALSE(keeper->Holds("p") || keeper->Holds("q") || keeper->Holds("r"));
+  EXPECT_EQ(keeper->stats().held, 1u);
+
+  Call({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(keeper->AcquireMany({"p", "q"}).value_or(0), 2u);
+  EXPECT_EQ(keeper->stats().held, 3u);
+}
+
 TEST_F(LeaseKeeperTest, BadOptionsAndCallsGetClearStatuses) {
   KeeperOptions short_ttl = Options(absl::Milliseconds(5));
   EXPECT_TRUE(absl::IsInvalidArgument(LeaseKeeper::Create(short_ttl).status()));
