@@ -218,11 +218,13 @@ TEST_F(LeaseKeeperTest, RedisRestartingCountsFailuresAndLosesLocksVisibly) {
   ASSERT_NE(keeper, nullptr);
   const std::vector<std::string> names = Names(1000, "lock-");
   ASSERT_EQ(keeper->AcquireMany(names).value_or(0), names.size());
-  absl::SleepFor(absl::Milliseconds(400));  // a renewal round goes through
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (keeper->stats().renewals < names.size() && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));  // a renewal round goes through
+  }
   EXPECT_GE(keeper->stats().renewals, names.size());
 
   server_->Kill();  // renewals and their retries now fail
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
   while (keeper->stats().renew_failures == 0 && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(10));
   }
@@ -256,7 +258,9 @@ TEST_F(LeaseKeeperTest, RedisRestartingCountsFailuresAndLosesLocksVisibly) {
 }
 
 TEST_F(LeaseKeeperTest, ConcurrentAcquireAndReleaseLeaveNothingBehind) {
-  auto keeper = Keeper(Options(absl::Milliseconds(300)));
+  // Renewed every 333 ms across the 2 s: a stall of the renewals of over
+  // 600 ms (a loaded sanitizer run) would lose a lock.
+  auto keeper = Keeper(Options(absl::Seconds(1)));
   ASSERT_NE(keeper, nullptr);
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
