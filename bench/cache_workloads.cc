@@ -1,12 +1,14 @@
 // Runs the cache workloads C1-C5 of docs/peers.md against the public API of
-// timingwheel::Cache<uint64_t, uint64_t> (docs/api.md, "Cache") and prints
+// timingwheel::Cache<uint64_t, uint64_t> (docs/api.md, "Cache"), and C1 and
+// C3 also with 36-character string keys (C1-str, C3-str), and prints
 // one JSON line per result, with the parameters used, the machine, the date,
 // load1 and the commit, in the format of bench/workloads.cc. The Java peers
 // (Caffeine, Guava) run the same workloads in bench/java/CacheBench.java and
 // print the same keys; bench/cache_run.sh runs both, interleaved.
 //
-//   cache_workloads [--only=c1,c5] [--n=1000000] [--seconds=5] [--warmup=1]
-//                   [--threads=2] [--trace=PATH] [--json] [--commit=REV]
+//   cache_workloads [--only=c1,c1-str,c3-str,c5] [--n=1000000] [--seconds=5]
+//                   [--warmup=1] [--threads=2] [--trace=PATH] [--json]
+//                   [--commit=REV]
 //   cache_workloads --write_trace=PATH   (writes C5's trace and exits)
 //
 // Written against docs/api.md alone: nothing here knows how Cache works.
@@ -34,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "support/clock.h"
@@ -42,6 +45,7 @@
 #include "support/memory.h"
 #include "support/results.h"
 #include "support/rng.h"
+#include "support/uuid_key.h"
 #include "timingwheel/cache.h"
 
 namespace {
@@ -70,6 +74,7 @@ struct Flags {
   std::string write_trace;  // write C5's trace here and exit
   std::int64_t prefault_mb = 1024;
   bool c3_child = false;  // internal: the fresh process of C3
+  bool c3_str = false;    // internal: C3's child with string keys
 };
 
 bool Wanted(const Flags& f, const std::string& w) { return f.only.Wanted(w); }
@@ -96,6 +101,7 @@ Flags ParseFlags(int argc, char** argv) {
   flags.Add("write_trace", &f.write_trace, "write C5's trace here and exit");
   flags.Add("prefault_mb", &f.prefault_mb, "heap faulted in up front");
   flags.Add("c3_child", &f.c3_child, "internal: C3's fresh process");
+  flags.Add("c3_str", &f.c3_str, "internal: C3's child, string keys");
   flags.Parse(argc, argv);
   f.only.Parse(only);
   f.n = std::max<std::int64_t>(1, f.n);
@@ -211,9 +217,13 @@ Json Head(const char* workload, const char* name) {
   return j;
 }
 
-std::unique_ptr<CacheU64> MakeCache(timingwheel::CacheOptions o,
-                                    CacheU64::RemovalListener l = nullptr) {
-  auto c = CacheU64::Create(std::move(o), std::move(l));
+template <typename K = std::uint64_t>
+std::unique_ptr<timingwheel::Cache<K, std::uint64_t>> MakeCache(
+    timingwheel::CacheOptions o,
+    typename timingwheel::Cache<K, std::uint64_t>::RemovalListener l =
+        nullptr) {
+  auto c =
+      timingwheel::Cache<K, std::uint64_t>::Create(std::move(o), std::move(l));
   if (!c.ok()) {
     std::fprintf(stderr, "Cache::Create: %s\n", c.status().ToString().c_str());
     std::exit(1);
@@ -230,8 +240,9 @@ std::int64_t Ms(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 // the clock starts (2 Mi keys, cycled), so the timed loop is a cache call
 // and an index increment: sampling Zipf in the loop would cost as much as
 // the call. Every 20th op of a thread is a Set when `set_every_20th`.
+template <typename K = std::uint64_t>
 struct alignas(64) Worker {
-  std::vector<std::uint64_t> keys;
+  std::vector<K> keys;
   std::int64_t ops_at_start = 0, ops_at_end = 0;
   double cpu_at_start = 0, cpu_at_end = 0;
   std::int64_t hits = 0, errors = 0;
@@ -245,24 +256,26 @@ struct ThroughputResult {
   std::int64_t hits = 0, gets = 0, errors = 0;
 };
 
-ThroughputResult RunOps(const Context& ctx, CacheU64& cache,
-                        std::vector<Worker>& workers, bool set_every_20th) {
+template <typename K>
+ThroughputResult RunOps(const Context& ctx,
+                        timingwheel::Cache<K, std::uint64_t>& cache,
+                        std::vector<Worker<K>>& workers, bool set_every_20th) {
   // 0: warming up, 1: measuring, 2: stop.
   std::atomic<int> phase{0};
   std::atomic<int> ready{0};
   std::vector<std::thread> threads;
   constexpr std::int64_t kCheck = 1024;
-  for (Worker& w : workers) {
+  for (Worker<K>& w : workers) {
     threads.emplace_back([&, wp = &w] {
-      Worker& me = *wp;
+      Worker<K>& me = *wp;
       const std::uint64_t mask = me.keys.size() - 1;
-      const std::uint64_t* keys = me.keys.data();
+      const K* keys = me.keys.data();
       std::int64_t i = 0, hits = 0, errors = 0, hits_at_start = 0;
       int seen = 0;
       ready.fetch_add(1);
       for (;;) {
         for (std::int64_t k = 0; k < kCheck; ++k, ++i) {
-          const std::uint64_t key = keys[static_cast<std::uint64_t>(i) & mask];
+          const K& key = keys[static_cast<std::uint64_t>(i) & mask];
           if (set_every_20th && i % 20 == 19) {
             if (!cache.Set(key, static_cast<std::uint64_t>(i)).ok()) ++errors;
           } else if (cache.Get(key).has_value()) {
@@ -303,7 +316,7 @@ ThroughputResult RunOps(const Context& ctx, CacheU64& cache,
   ThroughputResult r;
   r.seconds = Seconds(t0, t1);
   r.process_cpu_seconds = proc1 - proc0;
-  for (const Worker& w : workers) {
+  for (const Worker<K>& w : workers) {
     const std::int64_t ops = w.ops_at_end - w.ops_at_start;
     r.ops += ops;
     r.thread_cpu_seconds += w.cpu_at_end - w.cpu_at_start;
@@ -318,14 +331,35 @@ ThroughputResult RunOps(const Context& ctx, CacheU64& cache,
   return r;
 }
 
-void Populate(CacheU64& cache, std::int64_t n) {
+// The key of the cache's i-th entry: spread, as real ids are. For strings,
+// a 36-character UUID text (support/uuid_key.h), as services key caches.
+template <typename K>
+K KeyOf(std::uint64_t i);
+template <>
+std::uint64_t KeyOf<std::uint64_t>(std::uint64_t i) {
+  return Mix(i);
+}
+template <>
+std::string KeyOf<std::string>(std::uint64_t i) {
+  return support::UuidKey(i);
+}
+
+template <typename K>
+void Populate(timingwheel::Cache<K, std::uint64_t>& cache, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
-    cache.Set(Mix(static_cast<std::uint64_t>(i)), static_cast<std::uint64_t>(i))
+    cache
+        .Set(KeyOf<K>(static_cast<std::uint64_t>(i)),
+             static_cast<std::uint64_t>(i))
         .IgnoreError();
   }
 }
 
-constexpr std::size_t kKeysPerThread = std::size_t{1} << 21;
+// Keys a thread cycles through: 2 Mi of 8-byte keys; 1 Mi strings (80 MB a
+// thread with their heap blocks), still far more than the caches' lines.
+template <typename K>
+constexpr std::size_t kKeysPerThread =
+    std::is_same_v<K, std::string> ? std::size_t{1} << 20
+                                   : std::size_t{1} << 21;
 
 void EmitThroughput(const Context& ctx, const char* workload, const char* name,
                     const timingwheel::CacheOptions& o, const char* keys,
@@ -338,7 +372,8 @@ void EmitThroughput(const Context& ctx, const char* workload, const char* name,
       .Add("sliding", o.sliding ? 1 : 0)
       .Add("interval_ms", Ms(o.wheel.interval))
       .Add("keys", keys)
-      .Add("get_fraction", std::string(workload) == "C1" ? 0.95 : 1.0)
+      .Add("get_fraction",
+           std::string(workload).rfind("C1", 0) == 0 ? 0.95 : 1.0)
       .Add("warmup_seconds", ctx.flags.warmup)
       .Add("seconds", r.seconds)
       .Add("ops", r.ops)
@@ -362,23 +397,27 @@ void EmitThroughput(const Context& ctx, const char* workload, const char* name,
 }
 
 // C1 read-mostly: N entries, ttl 10 min (expire after write), `threads`
-// threads, keys Zipf(0.99) over the N keys, 95% Get / 5% Set.
+// threads, keys Zipf(0.99) over the N keys, 95% Get / 5% Set. C1-str: the
+// same with 36-character string keys, each call given the caller's key.
+template <typename K>
 void RunC1(const Context& ctx) {
+  constexpr bool kStr = std::is_same_v<K, std::string>;
   timingwheel::CacheOptions o;
   o.ttl = absl::Minutes(10);
-  auto cache = MakeCache(o);
+  auto cache = MakeCache<K>(o);
   Populate(*cache, ctx.flags.n);
-  std::vector<Worker> workers(ctx.flags.threads);
+  std::vector<Worker<K>> workers(ctx.flags.threads);
   const Zipf zipf(ctx.flags.n, 0.99);
   for (int t = 0; t < ctx.flags.threads; ++t) {
     Rng rng(100 + t);
-    workers[t].keys.resize(kKeysPerThread);
-    for (std::uint64_t& k : workers[t].keys) {
-      k = Mix(static_cast<std::uint64_t>(zipf.Sample(rng) - 1));
+    workers[t].keys.resize(kKeysPerThread<K>);
+    for (K& k : workers[t].keys) {
+      k = KeyOf<K>(static_cast<std::uint64_t>(zipf.Sample(rng) - 1));
     }
   }
   const ThroughputResult r = RunOps(ctx, *cache, workers, true);
-  EmitThroughput(ctx, "C1", "read-mostly", o, "zipf0.99", r, cache->size());
+  EmitThroughput(ctx, kStr ? "C1-str" : "C1", "read-mostly", o,
+                 kStr ? "zipf0.99 string36" : "zipf0.99", r, cache->size());
 }
 
 // C2 sliding sessions: N entries, sliding ttl 30 s, `threads` threads of
@@ -389,10 +428,10 @@ void RunC2(const Context& ctx) {
   o.sliding = true;
   auto cache = MakeCache(o);
   Populate(*cache, ctx.flags.n);
-  std::vector<Worker> workers(ctx.flags.threads);
+  std::vector<Worker<>> workers(ctx.flags.threads);
   for (int t = 0; t < ctx.flags.threads; ++t) {
     Rng rng(200 + t);
-    workers[t].keys.resize(kKeysPerThread);
+    workers[t].keys.resize(kKeysPerThread<std::uint64_t>);
     for (std::uint64_t& k : workers[t].keys) {
       k = Mix(rng.Below(static_cast<std::uint64_t>(ctx.flags.n)));
     }
@@ -409,15 +448,17 @@ void RunC2(const Context& ctx) {
 // 16 Ki, time for the loop to apply them at any rate above 8 M/s) and the
 // RSS is read after a 500 ms settle: the delta is then the cache's own
 // structures, not a backlog of queued commands.
+template <typename K>
 int RunC3Child(const Flags& flags) {
   const std::int64_t n = flags.n;
   const std::int64_t before = RssBytes();
   timingwheel::CacheOptions o;
   o.ttl = absl::Minutes(10);
-  auto cache = MakeCache(o);
+  auto cache = MakeCache<K>(o);
   for (std::int64_t i = 0; i < n; ++i) {
     cache
-        ->Set(Mix(static_cast<std::uint64_t>(i)), static_cast<std::uint64_t>(i))
+        ->Set(KeyOf<K>(static_cast<std::uint64_t>(i)),
+              static_cast<std::uint64_t>(i))
         .IgnoreError();
     if ((i + 1) % 16384 == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -430,10 +471,15 @@ int RunC3Child(const Flags& flags) {
   std::_Exit(0);  // skip the teardown
 }
 
-void RunC3(const Context& ctx, const char* self) {
+// C3-str: the same with 36-character string keys. The cache holds each key
+// as a std::string, so each entry also owns its key's malloc chunk
+// (key_heap_bytes: the usable size plus glibc's 8-byte header), reported
+// apart as rss_bytes_per_entry_besides_key.
+void RunC3(const Context& ctx, const char* self, bool str) {
   const std::int64_t n = ctx.flags.n;
-  const std::string cmd =
-      std::string("'") + self + "' --c3_child --n=" + std::to_string(n);
+  const std::string cmd = std::string("'") + self +
+                          "' --c3_child --n=" + std::to_string(n) +
+                          (str ? " --c3_str" : "");
   FILE* p = popen(cmd.c_str(), "r");
   std::int64_t before = 0, after = 0;
   std::size_t size = 0;
@@ -443,20 +489,34 @@ void RunC3(const Context& ctx, const char* self) {
   }
   if (p != nullptr) pclose(p);
   const double per = static_cast<double>(after - before) / n;
-  Json j = Head("C3", "memory");
+  const std::string sample = KeyOf<std::string>(0);
+  const std::int64_t key_heap =
+      str ? static_cast<std::int64_t>(
+                malloc_usable_size(const_cast<char*>(sample.data())) +
+                sizeof(std::size_t))
+          : 0;
+  Json j = Head(str ? "C3-str" : "C3", "memory");
   j.Add("n", n)
       .Add("ttl_ms", Ms(absl::Minutes(10)))
       .Add("interval_ms", Ms(timingwheel::Options().interval))
-      .Add("key_bytes", 8)
+      .Add("keys", str ? "string36" : "uint64")
+      .Add("key_bytes", str ? 36 : 8)
+      .Add("key_heap_bytes", key_heap)
+      .Add("rss_bytes_per_entry_besides_key",
+           per - static_cast<double>(key_heap))
       .Add("value_bytes", 8)
       .Add("rss_bytes_per_entry", per)
       .Add("rss_before_bytes", before)
       .Add("rss_after_bytes", after)
       .Add("size", static_cast<std::uint64_t>(size));
   Emit(ctx, j,
-       absl::StrFormat("C3 memory: %.1f B RSS per entry at %" PRId64
-                       " entries (fresh process; %zu present)",
-                       per, n, size));
+       absl::StrCat(
+           absl::StrFormat("%s memory: %.1f B RSS per entry at %" PRId64
+                           " entries (fresh process; %zu present)",
+                           str ? "C3-str" : "C3", per, n, size),
+           str ? absl::StrFormat("; %.1f B besides the key's own %d B",
+                                 per - static_cast<double>(key_heap), key_heap)
+               : ""));
 }
 
 // ------------------------------------------------------------------ C4 --
@@ -672,7 +732,10 @@ void RunC5(const Context& ctx) {
 
 int main(int argc, char** argv) {
   const Flags flags = ParseFlags(argc, argv);
-  if (flags.c3_child) return RunC3Child(flags);
+  if (flags.c3_child) {
+    return flags.c3_str ? RunC3Child<std::string>(flags)
+                        : RunC3Child<std::uint64_t>(flags);
+  }
   if (!flags.write_trace.empty()) {
     const std::vector<std::uint64_t> trace = MakeTrace(flags);
     if (!WriteTrace(flags.write_trace, trace)) {
@@ -691,9 +754,11 @@ int main(int argc, char** argv) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   self[len > 0 ? len : 0] = '\0';
 
-  if (Wanted(flags, "c1")) RunC1(ctx);
+  if (Wanted(flags, "c1")) RunC1<std::uint64_t>(ctx);
+  if (Wanted(flags, "c1-str")) RunC1<std::string>(ctx);
   if (Wanted(flags, "c2")) RunC2(ctx);
-  if (Wanted(flags, "c3")) RunC3(ctx, self);
+  if (Wanted(flags, "c3")) RunC3(ctx, self, false);
+  if (Wanted(flags, "c3-str")) RunC3(ctx, self, true);
   if (Wanted(flags, "c4")) RunC4(ctx);
   if (Wanted(flags, "c5")) RunC5(ctx);
   return 0;

@@ -57,6 +57,7 @@
 #include "support/memory.h"
 #include "support/results.h"
 #include "support/rng.h"
+#include "support/uuid_key.h"
 #include "timingwheel/internal/base/stored_key.h"
 #include "timingwheel/internal/wheel/wheel.h"
 #include "timingwheel/timing_wheel.h"
@@ -78,6 +79,7 @@ using support::MonoNanos;
 using support::ProcessCpuSeconds;
 using support::Rng;
 using support::ThreadCpuSeconds;
+using support::UuidKey;
 
 // ---------------------------------------------------------------- flags --
 
@@ -109,11 +111,11 @@ struct Config {
   // whether any is, and goes into every JSON line.
   bool warm = false;
   std::int64_t prefault_mb = 0;
-  bool w4_child = false;            // internal: the fresh process of W4
-  bool w4_burst = false;            // internal: W4 child submits without pacing
-  bool w4_str = false;              // internal: W4 child with string keys
-  bool w8_child = false;            // internal: W8's fresh process (its RSS)
-  bool w9_child = false;            // internal: the fresh process of W9
+  bool w4_child = false;  // internal: the fresh process of W4
+  bool w4_burst = false;  // internal: W4 child submits without pacing
+  bool w4_str = false;    // internal: W4 child with string keys
+  bool w8_child = false;  // internal: W8's fresh process (its RSS)
+  bool w9_child = false;  // internal: the fresh process of W9
 };
 
 bool Wanted(const Config& c, const std::string& w) { return c.only.Wanted(w); }
@@ -380,22 +382,6 @@ std::vector<std::int64_t> RunFreshProcess(const char* self,
 
 // ----------------------------------------------------------------- keys --
 
-// A UUID's text form, 36 characters of lowercase hex and dashes
-// ("xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), from a counter mixed through
-// Mix: distinct counters give distinct keys, spread like real ids. The
-// string's capacity is exactly 36, as a copy's would be, so the key owns
-// one malloc chunk of 37 bytes' worth whether it is this string or a copy.
-std::string UuidKey(std::uint64_t i) {
-  const std::uint64_t hi = Mix(i);
-  const std::uint64_t lo = Mix(hi ^ 0x5DEECE66Dull);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%08" PRIx64 "-%04" PRIx64 "-%04" PRIx64
-                "-%04" PRIx64 "-%012" PRIx64,
-                hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF, lo >> 48,
-                lo & std::uint64_t{0xFFFFFFFFFFFF});
-  return std::string(buf, 36);
-}
-
 // What the workloads need of a key type: the key of the i-th timer, and the
 // suffix of the rows' names. Spread: W1-W4's keys (spread, as real ids);
 // Plain: W5's (uint64_t keys are the index itself, as W5 always had).
@@ -425,8 +411,8 @@ struct Keys<std::string> {
 // usable size plus glibc's 8-byte header (48 B for libstdc++'s 37).
 std::int64_t KeyOwnBytes() {
   const std::string sample = UuidKey(0);
-  using Store = timingwheel::internal::KeyStore<std::string,
-                                                std::equal_to<std::string>>;
+  using Store =
+      timingwheel::internal::KeyStore<std::string, std::equal_to<std::string>>;
   if (std::is_same_v<Store::Stored, timingwheel::internal::InlineString> &&
       sample.size() <= timingwheel::internal::InlineString::kCapacity) {
     return static_cast<std::int64_t>(sample.size());
@@ -581,15 +567,15 @@ void RunSetMoveRemove(const Context& ctx, int producers, int batch = 0) {
         .Add("first_touch_us_per_page", touch_us)
         .Add("fault_floor_seconds", floor_s);
     ctx.results.Print(
-        j, absl::StrFormat(
-               "%s %s, %d producer(s): %.2f M/s applied (%.2f M/s enqueued), "
-               "%.3f s; CPU per op: producers %.0f ns, loop %.0f ns; %zu "
-               "pending after; %lld pages faulted in, at %.2f us a first "
-               "touch: a %.3f s floor",
-               workload, name, producers, n / secs / 1e6, n / enq_secs / 1e6,
-               secs, run.cpu_seconds * 1e9 / n,
-               static_cast<double>(loop_ns) / n, s.pending,
-               static_cast<long long>(faults), touch_us, floor_s));
+        j,
+        absl::StrFormat(
+            "%s %s, %d producer(s): %.2f M/s applied (%.2f M/s enqueued), "
+            "%.3f s; CPU per op: producers %.0f ns, loop %.0f ns; %zu "
+            "pending after; %lld pages faulted in, at %.2f us a first "
+            "touch: a %.3f s floor",
+            workload, name, producers, n / secs / 1e6, n / enq_secs / 1e6, secs,
+            run.cpu_seconds * 1e9 / n, static_cast<double>(loop_ns) / n,
+            s.pending, static_cast<long long>(faults), touch_us, floor_s));
   };
 
   if (batch > 0) {
@@ -729,8 +715,7 @@ void RunW4(const Context& ctx, const char* self) {
   if (str) {
     j.Add("key_own_bytes", key_own)
         .Add("rss_bytes_per_timer_besides_key", rss_per - key_own)
-        .Add("rss_bytes_per_timer_burst_besides_key",
-             rss_burst_per - key_own);
+        .Add("rss_bytes_per_timer_burst_besides_key", rss_burst_per - key_own);
   }
   ctx.results.Print(
       j, absl::StrFormat(
@@ -846,8 +831,8 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
   // own threads (loop and workers), to weigh against the 2 cores.
   const double process_cpu0 = ProcessCpuSeconds();
   const std::int64_t start = MonoNanos();
-  const Burst b =
-      SubmitBurst(ctx, *wheel, producers, keys, 0, delay_ns, deadline_ns.data());
+  const Burst b = SubmitBurst(ctx, *wheel, producers, keys, 0, delay_ns,
+                              deadline_ns.data());
   const std::int64_t submitted = MonoNanos();
   const double producer_cpu = b.run.cpu_seconds;
   const std::int64_t ran = WaitLogged(recorder, n);
@@ -855,8 +840,7 @@ void RunW5(const Context& ctx, int workers, bool presized, int producers = 1,
   const double wheel_cpu = ProcessCpuSeconds() - process_cpu0 - producer_cpu;
   // The wheel's own lateness histogram (docs/api.md E14), beside the
   // probe's: from the due tick, at most 2x high (bucket bounds).
-  const timingwheel::LatencyHistogram reported =
-      wheel->stats().fire_lateness;
+  const timingwheel::LatencyHistogram reported = wheel->stats().fire_lateness;
   wheel.reset();  // joins the workers: the logs are ours now
   const Firings f = AnalyseFirings(recorder, deadline_ns,
                                    std::numeric_limits<std::int64_t>::min(),
@@ -961,9 +945,9 @@ void RunW5Twice(const Context& ctx) {
     keys[i] = Keys<K>::Plain(static_cast<std::uint64_t>(i));
   }
   FireRecorder recorder(1, kRounds * n);
-  auto wheel = MakeWheel<K>(
-      absl::Milliseconds(1), 128, 1,
-      [&recorder](K, std::uint64_t id) { recorder.Record(id); });
+  auto wheel =
+      MakeWheel<K>(absl::Milliseconds(1), 128, 1,
+                   [&recorder](K, std::uint64_t id) { recorder.Record(id); });
 
   struct Round {
     std::int64_t start = 0, submitted = 0, done = 0;  // MonoNanos
@@ -984,9 +968,9 @@ void RunW5Twice(const Context& ctx) {
     const std::int64_t faults0 = MinorFaults();
     const double cpu0 = ProcessCpuSeconds();
     round.start = MonoNanos();
-    round.burst = SubmitBurst(ctx, *wheel, 1, keys,
-                              static_cast<std::uint64_t>(r * n), delay_ns[r],
-                              deadline_ns.data() + r * n);
+    round.burst =
+        SubmitBurst(ctx, *wheel, 1, keys, static_cast<std::uint64_t>(r * n),
+                    delay_ns[r], deadline_ns.data() + r * n);
     round.submitted = MonoNanos();
     round.logged = WaitLogged(recorder, (r + 1) * n) - r * n;
     round.done = MonoNanos();
