@@ -10,7 +10,9 @@
 //       [--trace=PATH] [--commit=REV] [--caffeine_version=V]
 //       [--guava_version=V] [--json]
 //
-// Keys and values are Longs. For C1 and C2 the keys are boxed before the
+// Keys and values are Longs; C1-str and C3-str key by 36-character UUID
+// text Strings, made as support/uuid_key.h makes them. For C1 and C2 the
+// keys are boxed before the
 // clock starts (as Caffeine's own benchmarks do), so the timed loop does no
 // allocation of ours; C5 boxes each key of the trace as it replays it.
 
@@ -66,6 +68,7 @@ public final class CacheBench {
     String caffeineVersion = "unknown";
     String guavaVersion = "unknown";
     boolean c3Child = false;
+    boolean c3Str = false;  // the C3 child keys by strings
 
     boolean wanted(String w) {
       return only.isEmpty() || only.contains(w);
@@ -101,6 +104,7 @@ public final class CacheBench {
           case "--guava_version": f.guavaVersion = v; break;
           case "--json": f.jsonOnly = true; break;
           case "--c3_child": f.c3Child = true; break;
+          case "--c3_str": f.c3Str = true; break;
           default:
             System.err.println("unknown flag " + a);
             System.exit(2);
@@ -118,6 +122,14 @@ public final class CacheBench {
     x = (x ^ (x >>> 30)) * 0xBF58476D1CE4E5B9L;
     x = (x ^ (x >>> 27)) * 0x94D049BB133111EBL;
     return x ^ (x >>> 31);
+  }
+
+  // As support::UuidKey: a UUID's text form from a counter.
+  static String uuidKey(long i) {
+    long hi = mix(i);
+    long lo = mix(hi ^ 0x5DEECE66DL);
+    return String.format(Locale.ROOT, "%08x-%04x-%04x-%04x-%012x", hi >>> 32,
+        (hi >>> 16) & 0xFFFF, hi & 0xFFFF, lo >>> 48, lo & 0xFFFFFFFFFFFFL);
   }
 
   // As support::Rng: Mix of a counter.
@@ -333,29 +345,33 @@ public final class CacheBench {
 
   // ------------------------------------------------- the caches, uniform --
 
+  // Keys are Longs or Strings.
   interface Bench {
-    Long get(Long k);
+    Long get(Object k);
 
-    void put(Long k, Long v);
+    void put(Object k, Long v);
 
     long size();
 
     void cleanUp();
   }
 
-  static Bench caffeine(com.github.benmanes.caffeine.cache.Cache<Long, Long> c) {
+  // K: Long or String, as the workload puts them (an unchecked cast).
+  @SuppressWarnings("unchecked")
+  static <K> Bench caffeine(com.github.benmanes.caffeine.cache.Cache<K, Long> c) {
     return new Bench() {
-      public Long get(Long k) { return c.getIfPresent(k); }
-      public void put(Long k, Long v) { c.put(k, v); }
+      public Long get(Object k) { return c.getIfPresent(k); }
+      public void put(Object k, Long v) { c.put((K) k, v); }
       public long size() { return c.estimatedSize(); }
       public void cleanUp() { c.cleanUp(); }
     };
   }
 
-  static Bench guava(com.google.common.cache.Cache<Long, Long> c) {
+  @SuppressWarnings("unchecked")
+  static <K> Bench guava(com.google.common.cache.Cache<K, Long> c) {
     return new Bench() {
-      public Long get(Long k) { return c.getIfPresent(k); }
-      public void put(Long k, Long v) { c.put(k, v); }
+      public Long get(Object k) { return c.getIfPresent(k); }
+      public void put(Object k, Long v) { c.put((K) k, v); }
       public long size() { return c.size(); }
       public void cleanUp() { c.cleanUp(); }
     };
@@ -373,7 +389,7 @@ public final class CacheBench {
         }
       }
       if (maxSize > 0) b.maximumSize(maxSize);
-      return caffeine(b.<Long, Long>build());
+      return caffeine(b.<Object, Long>build());
     }
     CacheBuilder<Object, Object> b = CacheBuilder.newBuilder();
     if (ttlMs > 0) {
@@ -384,15 +400,17 @@ public final class CacheBench {
       }
     }
     if (maxSize > 0) b.maximumSize(maxSize);
-    return guava(b.<Long, Long>build());
+    return guava(b.<Object, Long>build());
   }
 
   // ------------------------------------------------------- C1 and C2 --
 
   static final int KEYS_PER_THREAD = 1 << 21;
+  static final int STRING_KEYS_PER_THREAD = 1 << 20;  // as cache_workloads
+  static final Long STRING_VALUE = 1L;
 
   static final class Worker {
-    Long[] keys;
+    Object[] keys;
     long opsAtStart, opsAtEnd, cpuAtStart, cpuAtEnd, hits;
   }
 
@@ -407,15 +425,17 @@ public final class CacheBench {
     for (int t = 0; t < workers.length; ++t) {
       final Worker me = workers[t];
       threads[t] = new Thread(() -> {
-        final Long[] keys = me.keys;
+        final Object[] keys = me.keys;
         final int mask = keys.length - 1;
         long i = 0, hits = 0, hitsAtStart = 0;
         int seen = 0;
         for (;;) {
           for (int k = 0; k < 1024; ++k, ++i) {
-            Long key = keys[(int) (i & mask)];
+            Object key = keys[(int) (i & mask)];
             if (setEvery20th && i % 20 == 19) {
-              cache.put(key, key);
+              // The value is the boxed key, or for a String key a boxed
+              // constant: no allocation in the timed loop either way.
+              cache.put(key, key instanceof Long ? (Long) key : STRING_VALUE);
             } else if (cache.get(key) != null) {
               ++hits;
             }
@@ -484,37 +504,44 @@ public final class CacheBench {
         ops > 0 ? (proc1 - proc0) * 1e9 / ops : Double.NaN));
   }
 
-  static void populate(Bench cache, long n) {
-    for (long i = 0; i < n; ++i) cache.put(mix(i), i);
+  // The key of the i-th entry, as cache_workloads' KeyOf.
+  static Object keyOf(long i, boolean str) {
+    return str ? uuidKey(i) : (Object) mix(i);
   }
 
-  static void runC1(String impl) throws Exception {
+  static void populate(Bench cache, long n, boolean str) {
+    for (long i = 0; i < n; ++i) cache.put(keyOf(i, str), i);
+  }
+
+  // C1, or C1-str with string keys.
+  static void runC1(String impl, boolean str) throws Exception {
     long ttlMs = 10 * 60 * 1000;
     Bench cache = make(impl, ttlMs, false, 0);
-    populate(cache, flags.n);
+    populate(cache, flags.n, str);
     Worker[] workers = new Worker[flags.threads];
     Zipf zipf = new Zipf(flags.n, 0.99);
+    int perThread = str ? STRING_KEYS_PER_THREAD : KEYS_PER_THREAD;
     for (int t = 0; t < flags.threads; ++t) {
       Rng rng = new Rng(100 + t);
       workers[t] = new Worker();
-      workers[t].keys = new Long[KEYS_PER_THREAD];
-      for (int i = 0; i < KEYS_PER_THREAD; ++i) {
-        workers[t].keys[i] = mix(zipf.sample(rng) - 1);
+      workers[t].keys = new Object[perThread];
+      for (int i = 0; i < perThread; ++i) {
+        workers[t].keys[i] = keyOf(zipf.sample(rng) - 1, str);
       }
     }
-    runThroughput("C1", "read-mostly", impl, cache, workers, true, ttlMs, false,
-                  "zipf0.99");
+    runThroughput(str ? "C1-str" : "C1", "read-mostly", impl, cache, workers, true,
+                  ttlMs, false, str ? "zipf0.99 string36" : "zipf0.99");
   }
 
   static void runC2(String impl) throws Exception {
     long ttlMs = 30 * 1000;
     Bench cache = make(impl, ttlMs, true, 0);
-    populate(cache, flags.n);
+    populate(cache, flags.n, false);
     Worker[] workers = new Worker[flags.threads];
     for (int t = 0; t < flags.threads; ++t) {
       Rng rng = new Rng(200 + t);
       workers[t] = new Worker();
-      workers[t].keys = new Long[KEYS_PER_THREAD];
+      workers[t].keys = new Object[KEYS_PER_THREAD];
       for (int i = 0; i < KEYS_PER_THREAD; ++i) {
         workers[t].keys[i] = mix(rng.below(flags.n));
       }
@@ -539,7 +566,7 @@ public final class CacheBench {
     long heap0 = usedHeapAfterGc();
     long rss0 = rssBytes();
     Bench cache = make(impl, 10 * 60 * 1000, false, 0);
-    populate(cache, flags.n);
+    populate(cache, flags.n, flags.c3Str);
     cache.cleanUp();
     long heap1 = usedHeapAfterGc();
     sleepSeconds(0.5);
@@ -547,11 +574,17 @@ public final class CacheBench {
     System.out.println(heap0 + " " + heap1 + " " + rss0 + " " + rss1 + " " + cache.size());
   }
 
-  static void runC3(String impl) throws Exception {
+  // A 36-character key's own heap bytes with compact strings and compressed
+  // oops: the String (24 B) and its byte[] (16 B header + 36, padded to 56).
+  static final long STRING_KEY_HEAP_BYTES = 24 + 56;
+
+  // C3, or C3-str with string keys (their own bytes reported apart).
+  static void runC3(String impl, boolean str) throws Exception {
     String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     List<String> cmd = new ArrayList<>(Arrays.asList(
         java, "-cp", System.getProperty("java.class.path"), "CacheBench",
         "--c3_child", "--impl=" + impl, "--n=" + flags.n));
+    if (str) cmd.add("--c3_str");
     Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     String line;
     try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
@@ -565,10 +598,15 @@ public final class CacheBench {
     }
     double rssPer = (double) (v[3] - v[2]) / flags.n;
     double heapPer = (double) (v[1] - v[0]) / flags.n;
-    Json j = head("C3", "memory", impl)
+    long keyHeap = str ? STRING_KEY_HEAP_BYTES : 0;
+    Json j = head(str ? "C3-str" : "C3", "memory", impl)
         .add("n", flags.n)
         .add("ttl_ms", 10 * 60 * 1000)
-        .add("key_bytes", 8)
+        .add("keys", str ? "string36" : "uint64")
+        .add("key_bytes", str ? 36 : 8)
+        .add("key_heap_bytes", keyHeap)
+        .add("rss_bytes_per_entry_besides_key", rssPer - keyHeap)
+        .add("live_heap_bytes_per_entry_besides_key", heapPer - keyHeap)
         .add("value_bytes", 8)
         .add("rss_bytes_per_entry", rssPer)
         .add("live_heap_bytes_per_entry", heapPer)
@@ -579,8 +617,8 @@ public final class CacheBench {
         .add("size", v[4])
         .add("child_jvm", "default heap flags, G1");
     emit(j, String.format(Locale.ROOT,
-        "C3 memory %s: %.1f B RSS per entry, %.1f B live heap per entry at %d entries",
-        impl, rssPer, heapPer, flags.n));
+        "%s memory %s: %.1f B RSS per entry, %.1f B live heap per entry at %d entries",
+        str ? "C3-str" : "C3", impl, rssPer, heapPer, flags.n));
   }
 
   // -------------------------------------------------------------- C4 --
@@ -810,9 +848,11 @@ public final class CacheBench {
       hasScheduler = false;
     }
     for (String impl : flags.impls) {
-      if (flags.wanted("c1")) { runC1(impl); usedHeapAfterGc(); }
+      if (flags.wanted("c1")) { runC1(impl, false); usedHeapAfterGc(); }
+      if (flags.wanted("c1-str")) { runC1(impl, true); usedHeapAfterGc(); }
       if (flags.wanted("c2")) { runC2(impl); usedHeapAfterGc(); }
-      if (flags.wanted("c3")) runC3(impl);
+      if (flags.wanted("c3")) runC3(impl, false);
+      if (flags.wanted("c3-str")) runC3(impl, true);
       if (flags.wanted("c4")) {
         runC4(impl, false);
         if (impl.equals("caffeine") && hasScheduler) runC4(impl, true);
