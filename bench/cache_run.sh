@@ -8,9 +8,13 @@
 #   bench/results/<date>-cache-table.md
 #
 #   bench/cache_run.sh [--use-build=DIR] [--repeat=N] [--no-java] [--no-ours]
-#                      [--impls=caffeine,guava] [--commit=REV]
+#                      [--impls=caffeine,guava] [--commit=REV] [--cold]
 #                      [flags for both, e.g. --n=100000]
 #
+# --cold runs both sides as a user's fresh process would: ours with
+# --prefault_mb=0, the JVM with its 3 GiB heap reserved but not pre-touched
+# (JAVA_OPTS, when set, still wins). Without it, ours pre-faults 1 GiB and
+# the JVM pre-touches its heap.
 # By default it configures and builds build-cache-release (release, NDEBUG,
 # no tests or examples) from this working tree; --use-build=DIR runs the
 # cache_workloads of an existing build tree. --repeat=N rounds (default 5).
@@ -32,6 +36,7 @@ java=1
 ours=1
 impls="caffeine,guava"
 commit=""
+cold=0
 args=()
 for a in "$@"; do
   case "$a" in
@@ -41,6 +46,7 @@ for a in "$@"; do
     --no-ours) ours=0 ;;
     --impls=*) impls="${a#--impls=}" ;;
     --commit=*) commit="${a#--commit=}" ;;
+    --cold) cold=1 ;;
     *) args+=("$a") ;;
   esac
 done
@@ -95,15 +101,23 @@ echo "== results -> $out (load: $(uptime))" >&2
 for ((run = 1; run <= repeat; ++run)); do
   if ((ours)); then
     echo "== round $run of $repeat: timingwheel (load1 $(cut -d' ' -f1 /proc/loadavg))" >&2
+    ours_args=()
+    ((cold)) && ours_args+=(--prefault_mb=0)
     "$bin" --json --commit="$commit" --trace="$trace" \
-      ${args[@]+"${args[@]}"} | tee -a "$out"
+      ${ours_args[@]+"${ours_args[@]}"} ${args[@]+"${args[@]}"} | tee -a "$out"
   fi
   if ((java)); then
     IFS=',' read -r -a impl_list <<<"$impls"
     for impl in "${impl_list[@]}"; do
       echo "== round $run of $repeat: $impl (load1 $(cut -d' ' -f1 /proc/loadavg))" >&2
-      "$here/java/run.sh" --json --commit="$commit" --trace="$trace" \
-        --impl="$impl" ${args[@]+"${args[@]}"} | tee -a "$out"
+      if ((cold)); then
+        JAVA_OPTS="${JAVA_OPTS:--Xms3g -Xmx3g -XX:+UseG1GC}" \
+          "$here/java/run.sh" --json --commit="$commit" --trace="$trace" \
+          --impl="$impl" ${args[@]+"${args[@]}"} | tee -a "$out"
+      else
+        "$here/java/run.sh" --json --commit="$commit" --trace="$trace" \
+          --impl="$impl" ${args[@]+"${args[@]}"} | tee -a "$out"
+      fi
     done
   fi
 done
