@@ -473,7 +473,7 @@ int RunC3Child(const Flags& flags) {
 
 // C3-str: the same with 36-character string keys. The cache holds each key
 // as a std::string, so each entry also owns its key's malloc chunk
-// (key_heap_bytes: the usable size plus glibc's 8-byte header), reported
+// (key_heap_bytes: support::StringHeapBytes), reported
 // apart as rss_bytes_per_entry_besides_key.
 void RunC3(const Context& ctx, const char* self, bool str) {
   const std::int64_t n = ctx.flags.n;
@@ -489,12 +489,8 @@ void RunC3(const Context& ctx, const char* self, bool str) {
   }
   if (p != nullptr) pclose(p);
   const double per = static_cast<double>(after - before) / n;
-  const std::string sample = KeyOf<std::string>(0);
   const std::int64_t key_heap =
-      str ? static_cast<std::int64_t>(
-                malloc_usable_size(const_cast<char*>(sample.data())) +
-                sizeof(std::size_t))
-          : 0;
+      str ? support::StringHeapBytes(KeyOf<std::string>(0)) : 0;
   Json j = Head(str ? "C3-str" : "C3", "memory");
   j.Add("n", n)
       .Add("ttl_ms", Ms(absl::Minutes(10)))

@@ -407,8 +407,8 @@ struct Keys<std::string> {
 // The bytes one 36-character key owns besides what holds it. The wheel
 // holds such a key's characters in its entry (base/inline_string.h): its
 // own bytes are those 36. A key held as a std::string (a longer one, or
-// one with a user's Eq) would own its buffer's malloc chunk instead: the
-// usable size plus glibc's 8-byte header (48 B for libstdc++'s 37).
+// one with a user's Eq) would own its buffer's malloc chunk instead
+// (support::StringHeapBytes).
 std::int64_t KeyOwnBytes() {
   const std::string sample = UuidKey(0);
   using Store =
@@ -417,9 +417,7 @@ std::int64_t KeyOwnBytes() {
       sample.size() <= timingwheel::internal::InlineString::kCapacity) {
     return static_cast<std::int64_t>(sample.size());
   }
-  return static_cast<std::int64_t>(
-      malloc_usable_size(const_cast<char*>(sample.data())) +
-      sizeof(std::size_t));
+  return support::StringHeapBytes(sample);
 }
 
 // The row name for workload `w` with key type K ("W1" -> "W1-str").

@@ -3,7 +3,10 @@
 #ifndef TIMINGWHEEL_SUPPORT_UUID_KEY_H_
 #define TIMINGWHEEL_SUPPORT_UUID_KEY_H_
 
+#include <malloc.h>
+
 #include <cinttypes>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -27,6 +30,15 @@ inline std::string UuidKey(std::uint64_t i) {
                 hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF, lo >> 48,
                 lo & std::uint64_t{0xFFFFFFFFFFFF});
   return std::string(buf, 36);
+}
+
+// The heap bytes a std::string key owns when it is held as a std::string:
+// its buffer's malloc chunk, the usable size plus glibc's 8-byte header
+// (48 B for a 36-character key). 0 for a key in the small-string buffer.
+inline std::int64_t StringHeapBytes(const std::string& key) {
+  if (key.capacity() < 16) return 0;  // libstdc++'s small-string buffer
+  return static_cast<std::int64_t>(
+      malloc_usable_size(const_cast<char*>(key.data())) + sizeof(std::size_t));
 }
 
 }  // namespace support
