@@ -25,6 +25,10 @@ class ABSL_LOCKABLE Mutex {
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+  // Takes the mutex if it is free, without waiting; true if taken.
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    return mu_.try_lock();
+  }
 
   // Tells the analysis that the calling thread holds this mutex, where it
   // cannot follow: in a lambda run under the lock. Checks nothing at run

@@ -4,7 +4,13 @@
 // forwards each public call; the contract is there.
 //
 // Locking: each shard's mutex guards its table, pool, policy, buckets and
-// flights; the counters are relaxed atomics read without it. The listener
+// flights for writers; the counters are relaxed atomics read without it.
+// A Get reads without the lock (GetShared): the index, the node and its
+// value, inside a read section of the cache's epochs (epoch.h), so a
+// writer retires what it removes and frees it only once no Get can be
+// reading it (ReclaimLocked); its hit goes to the shard's read buffer for
+// the policy. docs/cache.md, "Reads without a lock", argues why a Get
+// returns only a value the key held during the call. The listener
 // and load() run with no lock held, so they may call the cache, or destroy
 // it: UserCallFrame and CacheGate make the call that did so touch nothing
 // after.
@@ -38,11 +44,13 @@
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/base/hash.h"
 #include "timingwheel/internal/base/latency_recorder.h"
-#include "timingwheel/internal/cache/flight.h"
 #include "timingwheel/internal/base/mutex.h"
+#include "timingwheel/internal/cache/epoch.h"
+#include "timingwheel/internal/cache/flight.h"
 #include "timingwheel/internal/cache/gate.h"
 #include "timingwheel/internal/cache/pool.h"
 #include "timingwheel/internal/cache/shard.h"
+#include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
 #include "timingwheel/timing_wheel.h"
@@ -103,6 +111,10 @@ class CacheImpl {
     interval_ns_ = std::max<std::int64_t>(
         1, absl::ToInt64Nanoseconds(options_.wheel.interval));
     wheel_ = *std::move(wheel);
+    // Where the wheel's time 0 lies on the steady clock: read a moment
+    // early, so NowNs() errs ahead, never behind.
+    const std::int64_t steady = SteadyNowNs();
+    wheel_start_ns_ = steady - absl::ToInt64Nanoseconds(wheel_->Now());
     return absl::OkStatus();
   }
 
@@ -125,6 +137,9 @@ class CacheImpl {
   std::optional<V> Get(const K& key) {
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
+    if (std::optional<std::optional<V>> v = GetShared(s, key, h)) {
+      return *std::move(v);
+    }
     MutexLock lock(s.mu);
     const std::uint32_t i = HitLocked(s, key, h);
     if (i == kCacheNil) return std::nullopt;
@@ -147,6 +162,7 @@ class CacheImpl {
       MutexLock lock(s.mu);
       SupersedeLoadLocked(s, key);
       status = SetLocked(s, std::move(key), std::move(value), ttl, h, removals);
+      FinishLocked(s);
     }
     Notify(removals);  // may have destroyed the cache: touch nothing after
     return status;
@@ -163,11 +179,12 @@ class CacheImpl {
       SupersedeLoadLocked(s, key);
       const std::uint32_t i = FindLocked(s, key, h);
       if (i != kCacheNil) {
-        present = NowNs() < s.pool.at(i).deadline;
+        present = NowNs() < s.pool.at(i).deadline_now();
         RemoveLocked(s, i, h.tag,
                      present ? RemovalCause::kExplicit : RemovalCause::kExpired,
                      removals);
       }
+      FinishLocked(s);
     }
     Notify(removals);  // may have destroyed the cache: touch nothing after
     return present;
@@ -178,6 +195,10 @@ class CacheImpl {
     if (!load) return absl::InvalidArgumentError("load is empty");
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
+    if (std::optional<std::optional<V>> v = GetShared(s, key, h);
+        v.has_value() && v->has_value()) {
+      return **std::move(v);
+    }
     std::shared_ptr<CacheFlight<V>> flight;
     bool leader = false;
     {
@@ -241,6 +262,7 @@ class CacheImpl {
         absl::Status st = SetLocked(s, key, *result, options_.ttl, h, removals);
         if (!st.ok()) result = st;
       }
+      FinishLocked(s);
     }
     flight->Finish(result);
     Notify(removals);  // may have destroyed the cache: touch nothing after
@@ -255,22 +277,24 @@ class CacheImpl {
       {
         MutexLock lock(s.mu);
         const std::int64_t now = NowNs();
-        s.index.ForEach([&](std::uint32_t i) {
-          s.mu.AssumeHeld();  // called by ForEach, under the lock
+        std::vector<std::uint32_t> nodes;
+        nodes.reserve(s.index.size());
+        s.index.ForEach([&](std::uint32_t i) { nodes.push_back(i); });
+        s.index.Clear();  // before retiring: no Get reaches them after
+        for (const std::uint32_t i : nodes) {
           auto& n = s.pool.at(i);
           Unfile(s, i);
-          const RemovalCause cause = now >= n.deadline
+          const RemovalCause cause = now >= n.deadline_now()
                                          ? RemovalCause::kExpired
                                          : RemovalCause::kExplicit;
           CountRemoval(s, cause);
           Collect(s, i, cause, removals);
-        });
-        s.index.Clear();
+        }
         for (auto& [key, flight] : s.flights) flight->superseded = true;
         if (s.capacity != 0) s.policy.Clear();
         s.last_hit = kCacheNil;
         s.size.store(0, std::memory_order_relaxed);
-        MaybeRelease(s);
+        FinishLocked(s);
       }
       if (Notify(removals)) return;  // destroyed from the listener
     }
@@ -294,6 +318,11 @@ class CacheImpl {
       st.deleted += s->deleted.load(std::memory_order_relaxed);
       st.replaced += s->replaced.load(std::memory_order_relaxed);
       st.size += s->size.load(std::memory_order_relaxed);
+    }
+    const int readers = CacheReaderSlotRegistry::Get().high_water();
+    for (int i = 0; i < readers; ++i) {
+      st.hits += epochs_.slot(i).hits.load(std::memory_order_relaxed);
+      st.misses += epochs_.slot(i).misses.load(std::memory_order_relaxed);
     }
     st.loads = loads_.load(std::memory_order_relaxed);
     st.load_failures = load_failures_.load(std::memory_order_relaxed);
@@ -322,9 +351,9 @@ class CacheImpl {
   using Shard = CacheShard<K, V, Hash, Eq>;
   using Removals = std::vector<std::tuple<K, V, RemovalCause>>;
 
-  // A key's hash, split: which shard, and the 32 bits its index keeps.
+  // A key's hash, split: which shard, and the 32 bits its index keeps (and
+  // the frequency sketch counts, so that a Get's record carries them).
   struct Hashed {
-    std::uint64_t mixed;  // for the frequency sketch
     std::size_t shard;
     std::uint32_t tag;
   };
@@ -367,11 +396,26 @@ class CacheImpl {
     // Mixed fully (base/hash.h): good bits everywhere even for an identity
     // Hash. The shard takes the top bits, the index the low ones.
     const std::uint64_t x = MixHash(static_cast<std::uint64_t>(hash_(key)));
-    return Hashed{x, shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
+    return Hashed{shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
                   static_cast<std::uint32_t>(x)};
   }
 
-  std::int64_t NowNs() const { return absl::ToInt64Nanoseconds(wheel_->Now()); }
+  // The wheel's time (TimingWheel::Now) in ns. Under a ticker, exactly
+  // that. In real time, read from the cycle counter (CycleClock): never
+  // behind the steady clock, at most CycleClock::kMaxAheadNs ahead, and
+  // without the serializing read of steady_clock, which would keep a Get's
+  // memory accesses from overlapping the next one's. So Get never returns
+  // an entry past its deadline, and may count one as expired that much
+  // early.
+  std::int64_t NowNs() const {
+    if (manual_time_) return absl::ToInt64Nanoseconds(wheel_->Now());
+    return CycleClock::NanosNotBefore() - wheel_start_ns_;
+  }
+  static std::int64_t SteadyNowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
 
   // A time to live in ns; Node::kTtlNever for never (and for anything
   // longer than about 146 years).
@@ -413,20 +457,81 @@ class CacheImpl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     const std::uint32_t i = FindLocked(s, key, h);
     const std::int64_t now = NowNs();
-    if (i == kCacheNil || now >= s.pool.at(i).deadline) {
+    if (i == kCacheNil || !Slide(s.pool.at(i), now)) {
       s.misses.fetch_add(1, std::memory_order_relaxed);
       return kCacheNil;
     }
-    auto& n = s.pool.at(i);
-    // Sliding costs no wheel command and no relink: when the entry's bucket
-    // fires, it sees the later deadline and moves the entry on.
-    if (options_.sliding && n.deadline != kNever) {
-      n.deadline = Deadline(now, n.ttl());
-    }
-    if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.mixed);
+    if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.tag);
     s.last_hit = i;
     s.hits.fetch_add(1, std::memory_order_relaxed);
     return i;
+  }
+
+  // Whether entry n is unexpired at `now`, with sliding restarting its time
+  // to live if so. Sliding costs no wheel command and no relink: when the
+  // entry's bucket fires, it sees the later deadline and moves the entry
+  // on. A compare-and-swap, because OnBucket expires an entry by swapping
+  // its deadline for kRetired: a slide either lands first (the bucket sees
+  // the later deadline) or finds the entry gone (a miss), never lost.
+  bool Slide(Node& n, std::int64_t now) const {
+    std::int64_t d = n.deadline.load(std::memory_order_acquire);
+    for (;;) {
+      if (d < 0 || now >= d) return false;  // removed, or expired
+      if (!options_.sliding || d == kNever) return true;
+      const std::int64_t later = Deadline(now, n.ttl());
+      if (later <= d) return true;
+      if (n.deadline.compare_exchange_weak(d, later,
+                                           std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+  }
+
+  // The lock-free Get: a hit's value; nullopt inside for an entry present
+  // but expired (a miss); nullopt outside when the caller must look again
+  // under the lock: the key was not found (a writer may have been moving it
+  // in the index), or was found removed, or this thread has no reader slot.
+  std::optional<std::optional<V>> GetShared(Shard& s, const K& key,
+                                            const Hashed& h) {
+    std::optional<std::optional<V>> out;
+    std::uint32_t hit = kCacheNil;
+    int reader = 0;
+    {
+      CacheReadSection read(epochs_);
+      if (!read.active()) return out;
+      const std::uint32_t i = s.index.FindShared(h.tag, [&](std::uint32_t j) {
+        return eq_(s.pool.SharedAt(j).key(), key);
+      });
+      if (i == kCacheNil) return out;
+      Node& n = s.pool.SharedAt(i);
+      if (!Slide(n, NowNs())) {
+        if (n.deadline.load(std::memory_order_relaxed) < 0) return out;
+        read.slot().Count(read.slot().misses);
+        out.emplace();  // expired, not yet removed
+        return out;
+      }
+      out.emplace(n.value());
+      read.slot().Count(read.slot().hits);
+      hit = i;
+      reader = ThisThreadReaderSlot();
+    }
+    if (s.reads != nullptr && s.reads->Record(reader, hit, h.tag) &&
+        s.mu.TryLock()) {
+      DrainReadsLocked(s);
+      s.mu.Unlock();
+    }
+    return out;
+  }
+
+  // Applies the hits Gets recorded to the policy. A record may name a node
+  // removed (or reused) since: only entries are moved.
+  void DrainReadsLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    s.reads->Drain([&](std::uint32_t i, std::uint32_t tag) {
+      s.mu.AssumeHeld();  // called by Drain, under the lock
+      if (i >= s.pool.extent() || !s.pool.at(i).is_entry()) return;
+      s.policy.OnAccess(s.pool, i, tag);
+      s.last_hit = i;
+    });
   }
 
   absl::Status SetLocked(Shard& s, K key, V value, absl::Duration ttl,
@@ -443,38 +548,44 @@ class CacheImpl {
       if (!b.ok()) return b.status();
       bucket = *b;
     }
-    std::uint32_t i = FindLocked(s, key, h);
-    if (i != kCacheNil) {
-      // Replaced in place: the node leaves its bucket for the new one.
-      auto& n = s.pool.at(i);
-      Unfile(s, i);
-      const RemovalCause cause =
-          now >= n.deadline ? RemovalCause::kExpired : RemovalCause::kReplaced;
-      CountRemoval(s, cause);
-      if (listener_) {
-        removals.emplace_back(std::move(key), std::move(n.value()), cause);
-      }
-      n.value() = std::move(value);
-      if (s.capacity != 0) s.policy.OnAccess(s.pool, i, h.mixed);
-    } else {
-      i = s.pool.Allocate(std::move(key), std::move(value));
-      s.index.Insert(h.tag, i);
-      s.size.store(s.index.size(), std::memory_order_relaxed);
-      if (s.capacity != 0) s.policy.OnInsert(s.pool, i, h.mixed);
-    }
+    if (s.reads != nullptr) DrainReadsLocked(s);
+    const std::uint32_t old = FindLocked(s, key, h);
+    // A new node, complete before the index names it. A replaced value gets
+    // one too, rather than an assignment in place: Gets may be copying the
+    // old value now, so it stays until they are done (ReclaimLocked).
+    const std::uint32_t i = s.pool.Allocate(std::move(key), std::move(value));
     auto& n = s.pool.at(i);
     n.set_ttl(ttl_ns);
-    n.deadline = deadline;
+    n.set_deadline(deadline);
     if (bucket != kCacheNil) File(s, i, bucket);
+    if (old != kCacheNil) {
+      auto& o = s.pool.at(old);
+      const RemovalCause cause = now >= o.deadline_now()
+                                     ? RemovalCause::kExpired
+                                     : RemovalCause::kReplaced;
+      s.index.Replace(h.tag, old, i);
+      Unfile(s, old);
+      if (s.capacity != 0) {
+        s.policy.Replace(s.pool, old, i);
+        s.policy.OnAccess(s.pool, i, h.tag);
+      }
+      if (s.last_hit == old) s.last_hit = i;
+      CountRemoval(s, cause);
+      Collect(s, old, cause, removals);
+    } else {
+      s.index.Insert(h.tag, i);
+      s.size.store(s.index.size(), std::memory_order_relaxed);
+      if (s.capacity != 0) s.policy.OnInsert(s.pool, i, h.tag);
+    }
     if (s.capacity != 0) {
       while (s.index.size() > s.capacity) {
         const std::uint32_t v = s.policy.Victim(
             s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
               s.mu.AssumeHeld();  // called by Victim, under the lock
-              return HashOf(s.pool.at(j).key()).mixed;
+              return HashOf(s.pool.at(j).key()).tag;
             });
         if (v == kCacheNil) break;
-        const RemovalCause cause = now >= s.pool.at(v).deadline
+        const RemovalCause cause = now >= s.pool.at(v).deadline_now()
                                        ? RemovalCause::kExpired
                                        : RemovalCause::kSize;
         RemoveLocked(s, v, HashOf(s.pool.at(v).key()).tag, cause, removals);
@@ -530,12 +641,49 @@ class CacheImpl {
     n.eprev = n.enext = kCacheNil;
   }
 
-  // An empty shard with no bucket left gives its node chunks back (one kept,
-  // so a shard going 0 <-> 1 entries does not churn).
-  void MaybeRelease(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    if (s.index.size() == 0 && s.buckets.empty() &&
+  // The end of every write to shard s: frees what was retired long enough
+  // ago that no Get can be reading it, moving the cache's epoch on (at most
+  // twice) if that is what it waits for; then an empty shard with no bucket
+  // left gives its node chunks back (one kept, so a shard going 0 <-> 1
+  // entries does not churn). With no Get running, all that this write
+  // retired is freed before it returns.
+  void FinishLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    ReclaimLocked(s);
+    if (s.index.size() == 0 && s.buckets.empty() && s.retired_nodes.empty() &&
         s.pool.extent() > Shard::Pool::kChunk) {
-      s.pool.DestroyAll();
+      std::vector<std::shared_ptr<void>> blocks;
+      s.pool.RetireAll(blocks);
+      const std::uint64_t e = epochs_.current();
+      for (auto& b : blocks) s.retired_blocks.emplace_back(e, std::move(b));
+      ReclaimLocked(s);
+    }
+  }
+
+  void ReclaimLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    {
+      std::vector<std::shared_ptr<void>> blocks;
+      s.index.TakeRetired(blocks);
+      s.pool.TakeRetired(blocks);
+      if (!blocks.empty()) {
+        const std::uint64_t e = epochs_.current();
+        for (auto& b : blocks) s.retired_blocks.emplace_back(e, std::move(b));
+      }
+    }
+    if (s.retired_nodes.empty() && s.retired_blocks.empty()) return;
+    std::uint64_t oldest = std::numeric_limits<std::uint64_t>::max();
+    if (!s.retired_nodes.empty()) oldest = s.retired_nodes.front().first;
+    if (!s.retired_blocks.empty()) {
+      oldest = std::min(oldest, s.retired_blocks.front().first);
+    }
+    std::uint64_t e = epochs_.current();
+    for (int k = 0; k < 2 && e < oldest + 2; ++k) e = epochs_.TryAdvance();
+    while (!s.retired_nodes.empty() && s.retired_nodes.front().first + 2 <= e) {
+      s.pool.Free(s.retired_nodes.front().second);
+      s.retired_nodes.pop_front();
+    }
+    while (!s.retired_blocks.empty() &&
+           s.retired_blocks.front().first + 2 <= e) {
+      s.retired_blocks.pop_front();
     }
   }
 
@@ -548,10 +696,10 @@ class CacheImpl {
     Unfile(s, i);
     s.index.Erase(tag, i);
     if (s.capacity != 0) s.policy.OnRemove(s.pool, i);
+    if (s.last_hit == i) s.last_hit = kCacheNil;
     CountRemoval(s, cause);
     Collect(s, i, cause, removals);
     s.size.store(s.index.size(), std::memory_order_relaxed);
-    MaybeRelease(s);
   }
 
   // Counts a value leaving shard s, by cause (CacheStats).
@@ -574,16 +722,17 @@ class CacheImpl {
     if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Moves node i's key and value to `removals` (if there is a listener) and
-  // frees the node. The index must no longer be searched for i.
+  // Copies node i's key and value to `removals` (if there is a listener:
+  // copies, since Gets may be reading them) and retires the node, to be
+  // freed by ReclaimLocked. The index must no longer lead to i.
   void Collect(Shard& s, std::uint32_t i, RemovalCause cause,
                Removals& removals) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    auto& n = s.pool.at(i);
-    if (listener_) {
-      removals.emplace_back(std::move(n.key()), std::move(n.value()), cause);
-    }
-    if (s.last_hit == i) s.last_hit = kCacheNil;
-    s.pool.Free(i);
+    const auto& n = s.pool.at(i);
+    if (listener_) removals.emplace_back(n.key(), n.value(), cause);
+    s.pool.Retire(i);
+    // Read after the unlink: a Get that can still reach i announced this
+    // epoch or an earlier one.
+    s.retired_nodes.emplace_back(epochs_.current(), i);
   }
 
   // The wheel's callback: bucket `tick` of shard `shard` is due. Its
@@ -606,25 +755,29 @@ class CacheImpl {
           if (i == sentinel) {
             s.buckets.erase(it);
             s.pool.Free(sentinel);
-            MaybeRelease(s);
             done = true;
             break;
           }
           auto& n = s.pool.at(i);
-          if (now >= n.deadline) {
+          std::int64_t d = n.deadline_now();
+          // Claimed with a swap, so that a Get sliding it at this moment
+          // either lands first (and it moves on below) or misses.
+          if (now >= d && n.deadline.compare_exchange_strong(
+                              d, Node::kRetired, std::memory_order_relaxed)) {
             RemoveLocked(s, i, HashOf(n.key()).tag, RemovalCause::kExpired,
                          removals);
             continue;
           }
           Unfile(s, i);
-          if (n.deadline == kNever) continue;  // slid beyond ~73 years
+          if (d == kNever) continue;  // slid beyond ~73 years
           // Never back into this bucket, whatever the clocks say.
-          auto b = BucketFor(s, std::max(TickOf(n.deadline), tick + 1), now);
+          auto b = BucketFor(s, std::max(TickOf(d), tick + 1), now);
           // Refused only once the wheel is stopping, i.e. the cache is being
           // destroyed: the entry then stays unfiled and is destroyed with the
           // cache, without a listener call (C7), never expired early.
           if (b.ok()) File(s, i, *b);
         }
+        FinishLocked(s);
       }
       if (Notify(removals)) return;  // destroyed from the listener
     }
@@ -693,11 +846,14 @@ class CacheImpl {
   int shard_bits_ = 0;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::int64_t interval_ns_ = 1;  // the wheel's interval: a bucket's width
+  const bool manual_time_ = options_.wheel.ticker != nullptr;
+  std::int64_t wheel_start_ns_ = 0;  // see NowNs
   std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
   LatencyRecorder load_latency_;  // GetOrLoad's load() calls
   std::atomic<std::uint64_t> listener_exceptions_{0};
   const std::shared_ptr<CacheGate> gate_ =
       std::make_shared<CacheGate>();
+  CacheEpochs epochs_;  // Gets' read sections
   std::unique_ptr<Wheel> wheel_;  // last: stopped first, by ~CacheImpl
 };
 

@@ -6,8 +6,8 @@
 // Why a second table beside the wheel's KeyIndex (wheel/key_index.h), the
 // same kind: a shard needs less. It is used under the shard's lock, where a
 // resize may rehash at once (O(capacity), amortized O(1)) instead of moving
-// the words in bounded steps between two tables; nothing prefetches its
-// lines; and the cache's hash is fully mixed (MixHash, base/hash.h), so a
+// the words in bounded steps between two tables (a Get that misses during
+// the resize asks again under the lock); nothing prefetches its lines; and the cache's hash is fully mixed (MixHash, base/hash.h), so a
 // home is the tag's low bits, with no multiply. KeyIndex would bring its
 // two-table resize, its big-block memory and its prefetching into every
 // shard for no use.
@@ -15,9 +15,11 @@
 #define TIMINGWHEEL_INTERNAL_CACHE_INDEX_H_
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,60 +32,103 @@ namespace internal {
 // Linear probing with backward-shift deletion (no tombstones), kept between
 // 1/8 and 3/4 full: it doubles when fuller and shrinks when a mass removal
 // leaves it emptier, so memory follows the live entries. A slot's home is
-// its hash bits, so growing and shrinking never rehash a key. Not
-// thread-safe: the shard's lock guards it. Cost: O(1) expected per call
-// (a probe compares keys only when 32 hash bits match); a resize is
+// its hash bits, so growing and shrinking never rehash a key. Writers call
+// everything but FindShared under the shard's lock; Gets call FindShared
+// without it, inside a read section (epoch.h). Slots are atomic words
+// written with release, so a Get that reads one sees the node it names
+// fully built; a resized table is published whole and the old one kept
+// (TakeRetired) until no Get can be reading it. Cost: O(1) expected per
+// call (a probe compares keys only when 32 hash bits match); a resize is
 // O(capacity), amortized O(1).
 class CacheIndex {
  public:
+  CacheIndex() = default;
+  CacheIndex(const CacheIndex&) = delete;
+  CacheIndex& operator=(const CacheIndex&) = delete;
+
   std::size_t size() const { return size_; }
-  std::size_t capacity() const { return slots_.size(); }
+  std::size_t capacity() const {
+    return table_ == nullptr ? 0 : table_->mask + 1;
+  }
 
   // The node with hash bits `tag` for which is_key(node) holds, or kCacheNil.
   template <typename IsKey>
   std::uint32_t Find(std::uint32_t tag, const IsKey& is_key) const {
-    if (slots_.empty()) return kCacheNil;
-    for (std::size_t i = tag & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.node == kCacheNil) return kCacheNil;
-      if (s.tag == tag && is_key(s.node)) return s.node;
+    if (table_ == nullptr) return kCacheNil;
+    const Table& t = *table_;
+    for (std::size_t i = tag & t.mask;; i = (i + 1) & t.mask) {
+      const std::uint64_t w = t.Load(i, std::memory_order_relaxed);
+      if (NodeOf(w) == kCacheNil) return kCacheNil;
+      if (TagOf(w) == tag && is_key(NodeOf(w))) return NodeOf(w);
     }
+  }
+
+  // Find without the lock, while writers change the table. It may miss a
+  // node that a concurrent Erase is shifting or a resize is moving (the
+  // caller then asks again under the lock); a node it returns held the key
+  // at the moment its slot was read.
+  template <typename IsKey>
+  std::uint32_t FindShared(std::uint32_t tag, const IsKey& is_key) const {
+    const Table* t = published_.load(std::memory_order_acquire);
+    if (t == nullptr) return kCacheNil;
+    // At most one lap: slots read at different moments may show no empty
+    // one.
+    for (std::size_t i = tag & t->mask, k = 0; k <= t->mask;
+         i = (i + 1) & t->mask, ++k) {
+      const std::uint64_t w = t->Load(i, std::memory_order_acquire);
+      if (NodeOf(w) == kCacheNil) return kCacheNil;
+      if (TagOf(w) == tag && is_key(NodeOf(w))) return NodeOf(w);
+    }
+    return kCacheNil;
   }
 
   // Adds `node` (whose key is not present) under `tag`. May throw
   // std::bad_alloc when growing (nothing changes then).
   void Insert(std::uint32_t tag, std::uint32_t node) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) {
-      Resize(slots_.empty() ? kMinCapacity : slots_.size() * 2);
+    if ((size_ + 1) * 4 > capacity() * 3) {
+      Resize(table_ == nullptr ? kMinCapacity : capacity() * 2);
     }
-    Place(Slot{tag, node});
+    Place(*table_, Word(tag, node));
     ++size_;
+  }
+
+  // Replaces `old_node`, stored under `tag`, by `new_node` in one store: a
+  // Get sees one or the other, never neither.
+  void Replace(std::uint32_t tag, std::uint32_t old_node,
+               std::uint32_t new_node) {
+    Table& t = *table_;
+    std::size_t i = tag & t.mask;
+    while (NodeOf(t.Load(i, std::memory_order_relaxed)) != old_node) {
+      i = (i + 1) & t.mask;
+    }
+    t.Store(i, Word(tag, new_node));
   }
 
   // Removes `node`, stored under `tag`; a no-op if absent.
   void Erase(std::uint32_t tag, std::uint32_t node) {
-    if (slots_.empty()) return;
-    std::size_t i = tag & mask_;
-    while (slots_[i].node != node) {
-      if (slots_[i].node == kCacheNil) return;
-      i = (i + 1) & mask_;
+    if (table_ == nullptr) return;
+    Table& t = *table_;
+    std::size_t i = tag & t.mask;
+    while (NodeOf(t.Load(i, std::memory_order_relaxed)) != node) {
+      if (NodeOf(t.Load(i, std::memory_order_relaxed)) == kCacheNil) return;
+      i = (i + 1) & t.mask;
     }
     // Shift later members of the cluster back into the hole, unless their
     // home lies cyclically in (hole, j].
-    for (std::size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
-      const Slot& s = slots_[j];
-      if (s.node == kCacheNil) break;
-      const std::size_t home = s.tag & mask_;
+    for (std::size_t j = (i + 1) & t.mask;; j = (j + 1) & t.mask) {
+      const std::uint64_t w = t.Load(j, std::memory_order_relaxed);
+      if (NodeOf(w) == kCacheNil) break;
+      const std::size_t home = TagOf(w) & t.mask;
       const bool stays =
           i <= j ? (i < home && home <= j) : (i < home || home <= j);
       if (!stays) {
-        slots_[i] = s;
+        t.Store(i, w);
         i = j;
       }
     }
-    slots_[i] = Slot{};
+    t.Store(i, kEmpty);
     --size_;
-    if (slots_.size() > kMinCapacity && size_ * 8 < slots_.size()) {
+    if (capacity() > kMinCapacity && size_ * 8 < capacity()) {
       std::size_t cap = kMinCapacity;
       while (size_ * 2 > cap) cap *= 2;
       Resize(cap);
@@ -93,57 +138,68 @@ class CacheIndex {
   // Calls fn(node) for every node.
   template <typename Fn>
   void ForEach(const Fn& fn) const {
-    for (const Slot& s : slots_) {
-      if (s.node != kCacheNil) fn(s.node);
+    if (table_ == nullptr) return;
+    for (std::size_t i = 0; i <= table_->mask; ++i) {
+      const std::uint64_t w = table_->Load(i, std::memory_order_relaxed);
+      if (NodeOf(w) != kCacheNil) fn(NodeOf(w));
     }
   }
 
-  // Removes everything and returns the memory.
+  // Removes everything; the table goes to the retired ones.
   void Clear() {
-    std::vector<Slot>().swap(slots_);
-    mask_ = 0;
+    Retire();
     size_ = 0;
+  }
+
+  // Moves the tables that resizes and Clear replaced to `retired`.
+  void TakeRetired(std::vector<std::shared_ptr<void>>& retired) {
+    for (auto& t : retired_) retired.emplace_back(std::move(t));
+    retired_.clear();
   }
 
   // The first broken invariant, or OK: no table, or a power of two of at
   // least kMinCapacity slots, 1/8 to 3/4 full (emptier only at
   // kMinCapacity); size() counts the nodes, each held once and reached by
-  // a lookup from its home (no empty slot between). O(capacity log
-  // capacity); for tests and checking builds.
+  // a lookup from its home (no empty slot between); the published table is
+  // the writers'. O(capacity log capacity); for tests and checking builds.
   absl::Status CheckInvariants() const {
-    const std::size_t cap = slots_.size();
+    TW_INVARIANT(published_.load(std::memory_order_relaxed) == table_.get(),
+                 "CacheIndex: Gets read another table than the writers'");
+    const std::size_t cap = capacity();
     if (cap == 0) {
-      TW_INVARIANT(size_ == 0 && mask_ == 0, "CacheIndex: size ", size_,
+      TW_INVARIANT(size_ == 0, "CacheIndex: size ", size_,
                    " without a table");
       return absl::OkStatus();
     }
-    TW_INVARIANT(std::has_single_bit(cap) && cap >= kMinCapacity &&
-                     mask_ == cap - 1,
-                 "CacheIndex: ", cap, " slots, mask ", mask_);
+    const Table& t = *table_;
+    TW_INVARIANT(std::has_single_bit(cap) && cap >= kMinCapacity,
+                 "CacheIndex: ", cap, " slots");
     TW_INVARIANT(size_ * 4 <= cap * 3 &&
                      (cap == kMinCapacity || size_ * 8 >= cap),
                  "CacheIndex: ", size_, " nodes in ", cap, " slots");
     std::size_t last_empty = cap;
     for (std::size_t i = 0; i < cap; ++i) {
-      if (slots_[i].node == kCacheNil) last_empty = i;
+      if (NodeOf(t.Load(i, std::memory_order_relaxed)) == kCacheNil) {
+        last_empty = i;
+      }
     }
     TW_INVARIANT(last_empty != cap, "CacheIndex: no empty slot");
     // From just after an empty slot, round, so that every run is seen
     // whole.
-    const std::size_t start = (last_empty + 1) & mask_;
+    const std::size_t start = (last_empty + 1) & t.mask;
     std::size_t run_start = start;
     std::vector<std::uint32_t> nodes;
     for (std::size_t k = 0; k < cap; ++k) {
-      const std::size_t i = (start + k) & mask_;
-      const Slot& s = slots_[i];
-      if (s.node == kCacheNil) {
-        run_start = (i + 1) & mask_;
+      const std::size_t i = (start + k) & t.mask;
+      const std::uint64_t w = t.Load(i, std::memory_order_relaxed);
+      if (NodeOf(w) == kCacheNil) {
+        run_start = (i + 1) & t.mask;
         continue;
       }
-      nodes.push_back(s.node);
-      const std::size_t home = s.tag & mask_;
-      TW_INVARIANT(((i - home) & mask_) <= ((i - run_start) & mask_),
-                   "CacheIndex: node ", s.node, " at ", i, " (home ", home,
+      nodes.push_back(NodeOf(w));
+      const std::size_t home = TagOf(w) & t.mask;
+      TW_INVARIANT(((i - home) & t.mask) <= ((i - run_start) & t.mask),
+                   "CacheIndex: node ", NodeOf(w), " at ", i, " (home ", home,
                    ") lies past an empty slot after its home");
     }
     TW_INVARIANT(nodes.size() == size_, "CacheIndex: ", nodes.size(),
@@ -156,28 +212,67 @@ class CacheIndex {
   }
 
  private:
-  struct Slot {
-    std::uint32_t tag = 0;
-    std::uint32_t node = kCacheNil;
+  // A slot: the node in the high 32 bits (kCacheNil = empty), the key's 32
+  // hash bits in the low.
+  static constexpr std::uint64_t kEmpty = std::uint64_t{kCacheNil} << 32;
+  static constexpr std::uint64_t Word(std::uint32_t tag, std::uint32_t node) {
+    return (std::uint64_t{node} << 32) | tag;
+  }
+  static constexpr std::uint32_t NodeOf(std::uint64_t w) {
+    return static_cast<std::uint32_t>(w >> 32);
+  }
+  static constexpr std::uint32_t TagOf(std::uint64_t w) {
+    return static_cast<std::uint32_t>(w);
+  }
+
+  struct Table {
+    explicit Table(std::size_t capacity)
+        : mask(capacity - 1), slots(new std::atomic<std::uint64_t>[capacity]) {
+      for (std::size_t i = 0; i < capacity; ++i) {
+        slots[i].store(kEmpty, std::memory_order_relaxed);
+      }
+    }
+    std::uint64_t Load(std::size_t i, std::memory_order order) const {
+      return slots[i].load(order);
+    }
+    void Store(std::size_t i, std::uint64_t w) {
+      slots[i].store(w, std::memory_order_release);
+    }
+    const std::size_t mask;
+    const std::unique_ptr<std::atomic<std::uint64_t>[]> slots;
   };
   static constexpr std::size_t kMinCapacity = 16;
 
-  void Place(Slot slot) {
-    std::size_t i = slot.tag & mask_;
-    while (slots_[i].node != kCacheNil) i = (i + 1) & mask_;
-    slots_[i] = slot;
-  }
-  void Resize(std::size_t capacity) {
-    std::vector<Slot> old(capacity);
-    old.swap(slots_);
-    mask_ = capacity - 1;
-    for (const Slot& s : old) {
-      if (s.node != kCacheNil) Place(s);
+  static void Place(Table& t, std::uint64_t w) {
+    std::size_t i = TagOf(w) & t.mask;
+    while (NodeOf(t.Load(i, std::memory_order_relaxed)) != kCacheNil) {
+      i = (i + 1) & t.mask;
     }
+    t.Store(i, w);
+  }
+  // Builds the new table whole, then publishes it.
+  void Resize(std::size_t capacity) {
+    auto bigger = std::make_unique<Table>(capacity);
+    if (table_ != nullptr) {
+      for (std::size_t i = 0; i <= table_->mask; ++i) {
+        const std::uint64_t w = table_->Load(i, std::memory_order_relaxed);
+        if (NodeOf(w) != kCacheNil) Place(*bigger, w);
+      }
+      retired_.reserve(retired_.size() + 1);
+    }
+    published_.store(bigger.get(), std::memory_order_release);
+    if (table_ != nullptr) retired_.push_back(std::move(table_));
+    table_ = std::move(bigger);
+  }
+  // Unpublishes the table and keeps it for TakeRetired.
+  void Retire() {
+    published_.store(nullptr, std::memory_order_release);
+    if (table_ != nullptr) retired_.push_back(std::move(table_));
   }
 
-  std::vector<Slot> slots_;
-  std::size_t mask_ = 0;
+  std::unique_ptr<Table> table_;         // the writers'
+  std::atomic<const Table*> published_{nullptr};  // the Gets'
+  std::vector<std::unique_ptr<Table>> retired_;
   std::size_t size_ = 0;
 };
 

@@ -76,6 +76,28 @@ class CachePolicy {
   // Node i leaves the cache.
   void OnRemove(Pool& pool, std::uint32_t i) { Unlink(pool, i); }
 
+  // Node `to` (a new node for the same key) takes node `from`'s place in
+  // its segment's list; `from` leaves it.
+  void Replace(Pool& pool, std::uint32_t from, std::uint32_t to) {
+    auto& f = pool.at(from);
+    auto& t = pool.at(to);
+    List& l = lists_[f.segment()];
+    t.set_segment(f.segment());
+    t.prev = f.prev;
+    t.next = f.next;
+    if (f.prev != kCacheNil) {
+      pool.at(f.prev).next = to;
+    } else {
+      l.head = to;
+    }
+    if (f.next != kCacheNil) {
+      pool.at(f.next).prev = to;
+    } else {
+      l.tail = to;
+    }
+    f.prev = f.next = kCacheNil;
+  }
+
   // Which node to evict from a shard over capacity: never `keep1` or
   // `keep2` (the entry just set and the most recently hit) unless nothing
   // else is there, and then never keep1. `hash_of(i)` hashes node i's key.

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -18,13 +20,16 @@
 #include "timingwheel/internal/cache/index.h"
 #include "timingwheel/internal/cache/policy.h"
 #include "timingwheel/internal/cache/pool.h"
+#include "timingwheel/internal/cache/read_buffer.h"
 
 namespace timingwheel {
 namespace internal {
 
-// Everything here is guarded by mu except id and capacity, set by the
-// constructor and only read after, and the counters, which are relaxed
-// atomics written under mu and read by stats() and size() without it.
+// Everything here is guarded by mu except id, capacity and reads, set by
+// the constructor and only read after; the counters, which are relaxed
+// atomics written under mu and read by stats() and size() without it; and
+// what Gets read without the lock: the index's FindShared, the pool's
+// SharedAt and the read buffer, each safe for it (see their files).
 // Aligned to a cache line so shards do not share one.
 template <typename K, typename V, typename Hash, typename Eq>
 struct alignas(64) CacheShard {
@@ -34,7 +39,11 @@ struct alignas(64) CacheShard {
   // unbounded).
   CacheShard(const Hash& hash, const Eq& eq, std::uint32_t shard_id,
              std::size_t max_entries)
-      : id(shard_id), capacity(max_entries), flights(0, hash, eq) {
+      : id(shard_id),
+        capacity(max_entries),
+        reads(max_entries != 0 ? std::make_unique<CacheReadBuffer>()
+                               : nullptr),
+        flights(0, hash, eq) {
     if (max_entries != 0) policy.Reset(max_entries);
   }
 
@@ -45,17 +54,20 @@ struct alignas(64) CacheShard {
   // list is circular through its sentinel (a node of its own, one per
   // bucket), and an entry is in one bucket's list at most, its links reset
   // when in none; unbounded, no entry is in a policy list; last_hit is an
-  // entry or none. O(nodes + index slots); for tests and checking builds.
+  // entry or none; the retired nodes are exactly those waiting in
+  // retired_nodes, each once. O(nodes + index slots); for tests and
+  // checking builds.
   template <typename HashOf>
   absl::Status CheckInvariants(const HashOf& hash_of, const Eq& eq) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     TW_RETURN_IF_ERROR(pool.CheckInvariants());
     TW_RETURN_IF_ERROR(index.CheckInvariants());
     const std::uint32_t extent = pool.extent();
-    std::size_t entries = 0, sentinels = 0;
+    std::size_t entries = 0, sentinels = 0, retired = 0;
     for (std::uint32_t i = 0; i < extent; ++i) {
       const auto& n = pool.at(i);
-      if (n.deadline == Pool::Node::kSentinel) ++sentinels;
+      if (n.deadline_now() == Pool::Node::kSentinel) ++sentinels;
+      if (n.deadline_now() == Pool::Node::kRetired) ++retired;
       if (!n.is_entry()) continue;
       ++entries;
       const auto h = hash_of(n.key());
@@ -81,13 +93,26 @@ struct alignas(64) CacheShard {
                  " in the index, size ", size.load(std::memory_order_relaxed));
     TW_INVARIANT(sentinels == buckets.size(), "CacheShard ", id, ": ",
                  sentinels, " sentinels for ", buckets.size(), " buckets");
+    std::vector<bool> waiting(extent);
+    for (const auto& [epoch, i] : retired_nodes) {
+      TW_INVARIANT(i < extent &&
+                       pool.at(i).deadline_now() == Pool::Node::kRetired &&
+                       !waiting[i],
+                   "CacheShard ", id, ": node ", i,
+                   " waits for reclamation but is not retired, or twice");
+      waiting[i] = true;
+    }
+    TW_INVARIANT(retired == retired_nodes.size(), "CacheShard ", id, ": ",
+                 retired, " retired nodes, ", retired_nodes.size(),
+                 " waiting for reclamation");
     std::vector<bool> filed(extent);
     std::size_t in_buckets = 0;
     for (const auto& bucket : buckets) {
       const std::int64_t tick = bucket.first;
       const std::uint32_t sentinel = bucket.second;
       TW_INVARIANT(sentinel < extent &&
-                       pool.at(sentinel).deadline == Pool::Node::kSentinel,
+                       pool.at(sentinel).deadline_now() ==
+                           Pool::Node::kSentinel,
                    "CacheShard ", id, ": bucket ", tick, "'s sentinel ",
                    sentinel, " is not one");
       std::uint32_t prev = sentinel;
@@ -138,8 +163,17 @@ struct alignas(64) CacheShard {
   // filed under that tick. A bucket exists exactly while its wheel timer is
   // pending or running.
   std::unordered_map<std::int64_t, std::uint32_t> buckets ABSL_GUARDED_BY(mu);
+  // Hits recorded by Gets for the policy (bounded shards only).
+  const std::unique_ptr<CacheReadBuffer> reads;
   // Loads in flight (GetOrLoad), by key; empty but for misses being loaded.
   std::unordered_map<K, std::shared_ptr<CacheFlight<V>>, Hash, Eq> flights
+      ABSL_GUARDED_BY(mu);
+  // Removed nodes (key and value kept) and replaced memory (index tables,
+  // chunk directories, chunks), each with the cache epoch it was retired
+  // in, oldest first: freed once the epoch is two later (epoch.h).
+  std::deque<std::pair<std::uint64_t, std::uint32_t>> retired_nodes
+      ABSL_GUARDED_BY(mu);
+  std::deque<std::pair<std::uint64_t, std::shared_ptr<void>>> retired_blocks
       ABSL_GUARDED_BY(mu);
 
   std::atomic<std::size_t> size{0};
