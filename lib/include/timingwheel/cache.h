@@ -24,6 +24,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "absl/hash/hash.h"
@@ -98,6 +99,18 @@ class Cache : private internal::CacheImpl<K, V, Hash, Eq> {
   // wheel command. Cost: one shard lock, one clock read, one table probe,
   // an O(1) policy update when bounded, and a copy of the value.
   std::optional<V> Get(const K& key) { return Impl::Get(key); }
+
+  // Get, for a key in a form that Hash and Eq take without building a K
+  // (heterogeneous lookup, as absl's containers do): a std::string_view, a
+  // const char* or a string literal when K is std::string with the default
+  // Hash and Eq; any type that a transparent Hash and Eq (both declaring
+  // is_transparent) take, which must hash it as they hash the equal K. The
+  // same result and cost as Get(K(key)), less constructing the K.
+  template <typename Q,
+            typename = std::enable_if_t<Impl::template kLookupKey<Q>>>
+  std::optional<V> Get(const Q& key) {
+    return Impl::Get(key);
+  }
 
   // Inserts, or replaces the value (the old one goes to the listener with
   // kReplaced) and restarts the time to live with `ttl` (> 0;

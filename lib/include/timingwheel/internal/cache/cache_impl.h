@@ -32,12 +32,16 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <type_traits>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -133,8 +137,27 @@ class CacheImpl {
   CacheImpl(const CacheImpl&) = delete;
   CacheImpl& operator=(const CacheImpl&) = delete;
 
-  // Cache::Get (cache.h).
-  std::optional<V> Get(const K& key) {
+  // Whether Get takes a key of type Q as it is, without building a K
+  // (cache.h): a string-view-like Q for std::string keys under the default
+  // Hash and Eq (HashOf then hashes every key as a std::string_view), or
+  // any Q when Hash and Eq are both transparent.
+  static constexpr bool kDefaultStringKey =
+      std::is_same_v<K, std::string> &&
+      std::is_same_v<Hash, absl::Hash<std::string>> &&
+      std::is_same_v<Eq, std::equal_to<std::string>>;
+  static constexpr bool kTransparent = requires {
+    typename Hash::is_transparent;
+    typename Eq::is_transparent;
+  };
+  template <typename Q>
+  static constexpr bool kLookupKey =
+      !std::is_same_v<std::remove_cvref_t<Q>, K> &&
+      ((kDefaultStringKey && std::is_convertible_v<const Q&, std::string_view>) ||
+       kTransparent);
+
+  // Cache::Get (cache.h); Q is K, or a lookup key (kLookupKey).
+  template <typename Q>
+  std::optional<V> Get(const Q& key) {
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
     if (std::optional<std::optional<V>> v = GetShared(s, key, h)) {
@@ -392,10 +415,19 @@ class CacheImpl {
     }
   }
 
-  Hashed HashOf(const K& key) const {
+  template <typename Q>
+  Hashed HashOf(const Q& key) const {
     // Mixed fully (base/hash.h): good bits everywhere even for an identity
     // Hash. The shard takes the top bits, the index the low ones.
-    const std::uint64_t x = MixHash(static_cast<std::uint64_t>(hash_(key)));
+    std::uint64_t raw;
+    if constexpr (kDefaultStringKey) {
+      // Both a std::string and a lookup key are hashed as the
+      // std::string_view they are: absl::Hash<std::string> differs.
+      raw = absl::Hash<std::string_view>{}(std::string_view(key));
+    } else {
+      raw = static_cast<std::uint64_t>(hash_(key));
+    }
+    const std::uint64_t x = MixHash(raw);
     return Hashed{shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
                   static_cast<std::uint32_t>(x)};
   }
@@ -441,11 +473,22 @@ class CacheImpl {
     if (it != s.flights.end()) it->second->superseded = true;
   }
 
-  std::uint32_t FindLocked(Shard& s, const K& key, const Hashed& h)
+  // Whether stored key `stored` is `key` (a K, or a lookup key).
+  template <typename Q>
+  bool KeyIs(const K& stored, const Q& key) const {
+    if constexpr (!std::is_same_v<Q, K> && kDefaultStringKey) {
+      return std::string_view(stored) == std::string_view(key);
+    } else {
+      return eq_(stored, key);
+    }
+  }
+
+  template <typename Q>
+  std::uint32_t FindLocked(Shard& s, const Q& key, const Hashed& h)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     return s.index.Find(h.tag, [&](std::uint32_t i) {
       s.mu.AssumeHeld();  // called by Find, under the lock
-      return eq_(s.pool.at(i).key(), key);
+      return KeyIs(s.pool.at(i).key(), key);
     });
   }
 
@@ -453,7 +496,8 @@ class CacheImpl {
   // returns the node; on a miss (absent or expired) counts it and returns
   // kCacheNil. The clock is read under the lock, so an entry cannot expire
   // between the check and the caller's copy.
-  std::uint32_t HitLocked(Shard& s, const K& key, const Hashed& h)
+  template <typename Q>
+  std::uint32_t HitLocked(Shard& s, const Q& key, const Hashed& h)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     const std::uint32_t i = FindLocked(s, key, h);
     const std::int64_t now = NowNs();
@@ -491,7 +535,8 @@ class CacheImpl {
   // but expired (a miss); nullopt outside when the caller must look again
   // under the lock: the key was not found (a writer may have been moving it
   // in the index), or was found removed, or this thread has no reader slot.
-  std::optional<std::optional<V>> GetShared(Shard& s, const K& key,
+  template <typename Q>
+  std::optional<std::optional<V>> GetShared(Shard& s, const Q& key,
                                             const Hashed& h) {
     std::optional<std::optional<V>> out;
     std::uint32_t hit = kCacheNil;
@@ -500,7 +545,7 @@ class CacheImpl {
       CacheReadSection read(epochs_);
       if (!read.active()) return out;
       const std::uint32_t i = s.index.FindShared(h.tag, [&](std::uint32_t j) {
-        return eq_(s.pool.SharedAt(j).key(), key);
+        return KeyIs(s.pool.SharedAt(j).key(), key);
       });
       if (i == kCacheNil) return out;
       Node& n = s.pool.SharedAt(i);
