@@ -35,8 +35,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -152,7 +152,8 @@ class CacheImpl {
   template <typename Q>
   static constexpr bool kLookupKey =
       !std::is_same_v<std::remove_cvref_t<Q>, K> &&
-      ((kDefaultStringKey && std::is_convertible_v<const Q&, std::string_view>) ||
+      ((kDefaultStringKey &&
+        std::is_convertible_v<const Q&, std::string_view>) ||
        kTransparent);
 
   // Cache::Get (cache.h); Q is K, or a lookup key (kLookupKey).
@@ -361,8 +362,8 @@ class CacheImpl {
     for (const auto& sp : shards_) {
       Shard& s = *sp;
       MutexLock lock(s.mu);
-      TW_RETURN_IF_ERROR(s.CheckInvariants(
-          [this](const K& key) { return HashOf(key); }, eq_));
+      TW_RETURN_IF_ERROR(
+          s.CheckInvariants([this](const K& key) { return HashOf(key); }, eq_));
     }
     return absl::OkStatus();
   }
@@ -624,8 +625,8 @@ class CacheImpl {
     }
     if (s.capacity != 0) {
       while (s.index.size() > s.capacity) {
-        const std::uint32_t v = s.policy.Victim(
-            s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
+        const std::uint32_t v =
+            s.policy.Victim(s.pool, i, s.last_hit, [this, &s](std::uint32_t j) {
               s.mu.AssumeHeld();  // called by Victim, under the lock
               return HashOf(s.pool.at(j).key()).tag;
             });
@@ -855,8 +856,8 @@ class CacheImpl {
 
   // A call into the user's code (the listener, or a load) in progress on
   // this thread, innermost first: that code may call another cache, or this
-  // one. ~CacheImpl marks the frames of the cache it destroys, and the Notify or
-  // GetOrLoad that owns one touches the cache no more.
+  // one. ~CacheImpl marks the frames of the cache it destroys, and the Notify
+  // or GetOrLoad that owns one touches the cache no more.
   class UserCallFrame {
    public:
     explicit UserCallFrame(const CacheImpl* cache)
@@ -874,7 +875,7 @@ class CacheImpl {
       }
     }
 
-      const CacheImpl* const cache_;
+    const CacheImpl* const cache_;
     UserCallFrame* const outer_;
     bool destroyed_ = false;
   };
@@ -896,9 +897,8 @@ class CacheImpl {
   std::atomic<std::uint64_t> loads_{0}, load_failures_{0};
   LatencyRecorder load_latency_;  // GetOrLoad's load() calls
   std::atomic<std::uint64_t> listener_exceptions_{0};
-  const std::shared_ptr<CacheGate> gate_ =
-      std::make_shared<CacheGate>();
-  CacheEpochs epochs_;  // Gets' read sections
+  const std::shared_ptr<CacheGate> gate_ = std::make_shared<CacheGate>();
+  CacheEpochs epochs_;            // Gets' read sections
   std::unique_ptr<Wheel> wheel_;  // last: stopped first, by ~CacheImpl
 };
 

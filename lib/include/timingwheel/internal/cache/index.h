@@ -7,10 +7,10 @@
 // same kind: a shard needs less. It is used under the shard's lock, where a
 // resize may rehash at once (O(capacity), amortized O(1)) instead of moving
 // the words in bounded steps between two tables (a Get that misses during
-// the resize asks again under the lock); nothing prefetches its lines; and the cache's hash is fully mixed (MixHash, base/hash.h), so a
-// home is the tag's low bits, with no multiply. KeyIndex would bring its
-// two-table resize, its big-block memory and its prefetching into every
-// shard for no use.
+// the resize asks again under the lock); nothing prefetches its lines; and the
+// cache's hash is fully mixed (MixHash, base/hash.h), so a home is the tag's
+// low bits, with no multiply. KeyIndex would bring its two-table resize, its
+// big-block memory and its prefetching into every shard for no use.
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_INDEX_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_INDEX_H_
 
@@ -167,16 +167,15 @@ class CacheIndex {
                  "CacheIndex: Gets read another table than the writers'");
     const std::size_t cap = capacity();
     if (cap == 0) {
-      TW_INVARIANT(size_ == 0, "CacheIndex: size ", size_,
-                   " without a table");
+      TW_INVARIANT(size_ == 0, "CacheIndex: size ", size_, " without a table");
       return absl::OkStatus();
     }
     const Table& t = *table_;
     TW_INVARIANT(std::has_single_bit(cap) && cap >= kMinCapacity,
                  "CacheIndex: ", cap, " slots");
-    TW_INVARIANT(size_ * 4 <= cap * 3 &&
-                     (cap == kMinCapacity || size_ * 8 >= cap),
-                 "CacheIndex: ", size_, " nodes in ", cap, " slots");
+    TW_INVARIANT(
+        size_ * 4 <= cap * 3 && (cap == kMinCapacity || size_ * 8 >= cap),
+        "CacheIndex: ", size_, " nodes in ", cap, " slots");
     std::size_t last_empty = cap;
     for (std::size_t i = 0; i < cap; ++i) {
       if (NodeOf(t.Load(i, std::memory_order_relaxed)) == kCacheNil) {
@@ -270,7 +269,7 @@ class CacheIndex {
     if (table_ != nullptr) retired_.push_back(std::move(table_));
   }
 
-  std::unique_ptr<Table> table_;         // the writers'
+  std::unique_ptr<Table> table_;                  // the writers'
   std::atomic<const Table*> published_{nullptr};  // the Gets'
   std::vector<std::unique_ptr<Table>> retired_;
   std::size_t size_ = 0;

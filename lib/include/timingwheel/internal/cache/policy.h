@@ -150,8 +150,8 @@ class CachePolicy {
   // O(entries); for tests and checking builds.
   absl::Status CheckInvariants(const Pool& pool, std::size_t entries,
                                std::size_t capacity) const {
-    TW_INVARIANT(capacity == capacity_, "CachePolicy: sized for ",
-                 capacity_, ", shard capacity ", capacity);
+    TW_INVARIANT(capacity == capacity_, "CachePolicy: sized for ", capacity_,
+                 ", shard capacity ", capacity);
     std::size_t total = 0;
     for (int s : {kWindow, kProbation, kProtected}) {
       const List& l = lists_[s];
@@ -174,9 +174,9 @@ class CachePolicy {
                    ", size ", l.size);
       total += n;
     }
-    TW_INVARIANT(total == entries && entries <= capacity_, "CachePolicy: ",
-                 total, " nodes in lists, ", entries, " entries, capacity ",
-                 capacity_);
+    TW_INVARIANT(total == entries && entries <= capacity_,
+                 "CachePolicy: ", total, " nodes in lists, ", entries,
+                 " entries, capacity ", capacity_);
     TW_INVARIANT(lists_[kWindow].size <= window_max_, "CachePolicy: window ",
                  lists_[kWindow].size, " over ", window_max_);
     TW_INVARIANT(

@@ -41,8 +41,7 @@ struct alignas(64) CacheShard {
              std::size_t max_entries)
       : id(shard_id),
         capacity(max_entries),
-        reads(max_entries != 0 ? std::make_unique<CacheReadBuffer>()
-                               : nullptr),
+        reads(max_entries != 0 ? std::make_unique<CacheReadBuffer>() : nullptr),
         flights(0, hash, eq) {
     if (max_entries != 0) policy.Reset(max_entries);
   }
@@ -110,20 +109,18 @@ struct alignas(64) CacheShard {
     for (const auto& bucket : buckets) {
       const std::int64_t tick = bucket.first;
       const std::uint32_t sentinel = bucket.second;
-      TW_INVARIANT(sentinel < extent &&
-                       pool.at(sentinel).deadline_now() ==
-                           Pool::Node::kSentinel,
+      TW_INVARIANT(sentinel < extent && pool.at(sentinel).deadline_now() ==
+                                            Pool::Node::kSentinel,
                    "CacheShard ", id, ": bucket ", tick, "'s sentinel ",
                    sentinel, " is not one");
       std::uint32_t prev = sentinel;
       for (std::uint32_t i = pool.at(sentinel).enext; i != sentinel;
            i = pool.at(i).enext) {
         TW_INVARIANT(i < extent && pool.at(i).is_entry(), "CacheShard ", id,
-                     ": bucket ", tick, " links node ", i,
-                     ", not an entry");
-        TW_INVARIANT(pool.at(i).eprev == prev, "CacheShard ", id, ": node ",
-                     i, " of bucket ", tick, " links back to ",
-                     pool.at(i).eprev, ", not ", prev);
+                     ": bucket ", tick, " links node ", i, ", not an entry");
+        TW_INVARIANT(pool.at(i).eprev == prev, "CacheShard ", id, ": node ", i,
+                     " of bucket ", tick, " links back to ", pool.at(i).eprev,
+                     ", not ", prev);
         TW_INVARIANT(!filed[i], "CacheShard ", id, ": node ", i,
                      " is in two buckets, or twice in bucket ", tick);
         filed[i] = true;
