@@ -1,12 +1,14 @@
 // Runs the cache workloads C1-C5 of docs/peers.md against the public API of
 // timingwheel::Cache<uint64_t, uint64_t> (docs/api.md, "Cache"), and C1 and
-// C3 also with 36-character string keys (C1-str, C3-str), and prints
+// C3 also with 36-character string keys (C1-str, C3-str), and the floors
+// of C1 and C2 (`floor`: the same lookups with no cache around them), and
+// prints
 // one JSON line per result, with the parameters used, the machine, the date,
 // load1 and the commit, in the format of bench/workloads.cc. The Java peers
 // (Caffeine, Guava) run the same workloads in bench/java/CacheBench.java and
 // print the same keys; bench/cache_run.sh runs both, interleaved.
 //
-//   cache_workloads [--only=c1,c1-str,c3-str,c5] [--n=1000000] [--seconds=5]
+//   cache_workloads [--only=c1,c1-str,floor,c5] [--n=1000000] [--seconds=5]
 //                   [--warmup=1] [--threads=2] [--trace=PATH] [--json]
 //                   [--commit=REV]
 //   cache_workloads --write_trace=PATH   (writes C5's trace and exits)
@@ -36,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -440,6 +443,80 @@ void RunC2(const Context& ctx) {
   EmitThroughput(ctx, "C2", "sliding", o, "uniform", r, cache->size());
 }
 
+// ------------------------------------------------------------- floors --
+
+// What a lookup costs on this machine with no cache around it: one thread
+// finds C1's and C2's key streams (the same keys, in the same order) among
+// the same N keys in an absl::flat_hash_map from key to a node number, then
+// reads that node in an array of 48-byte nodes (key, value, deadline; in
+// the order of insertion) and compares its key and deadline: one index
+// probe and one entry read, the least a Get can do with the cache's
+// layout. The cache's CPU per op over this is its own cost; this is the
+// machine's memory latency for two dependent reads, overlapped as far as
+// the processor can.
+void RunFloors(const Context& ctx) {
+  struct Node {
+    std::uint64_t key;
+    std::uint64_t value;
+    std::int64_t deadline;
+    std::uint64_t links[3];
+  };
+  static_assert(sizeof(Node) == 48);
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> index;
+  std::vector<Node> nodes(static_cast<std::size_t>(ctx.flags.n));
+  const std::int64_t deadline = NowNs() + std::int64_t{600000000000};
+  for (std::int64_t i = 0; i < ctx.flags.n; ++i) {
+    const std::uint64_t key =
+        KeyOf<std::uint64_t>(static_cast<std::uint64_t>(i));
+    nodes[static_cast<std::size_t>(i)] =
+        Node{key, static_cast<std::uint64_t>(i), deadline, {}};
+    index[key] = static_cast<std::uint32_t>(i);
+  }
+  const Zipf zipf(ctx.flags.n, 0.99);
+  for (const bool uniform : {false, true}) {
+    std::vector<std::uint64_t> keys(kKeysPerThread<std::uint64_t>);
+    Rng rng(uniform ? 200 : 100);
+    for (std::uint64_t& k : keys) {
+      k = uniform ? Mix(rng.Below(static_cast<std::uint64_t>(ctx.flags.n)))
+                  : KeyOf<std::uint64_t>(
+                        static_cast<std::uint64_t>(zipf.Sample(rng) - 1));
+    }
+    const std::int64_t now = NowNs();
+    std::uint64_t sum = 0;
+    std::int64_t ops = 0;
+    const double cpu0 = ThreadCpuSeconds();
+    const std::int64_t end =
+        NowNs() + static_cast<std::int64_t>(ctx.flags.seconds * 1e9);
+    while (NowNs() < end) {
+      for (std::size_t k = 0; k < (std::size_t{1} << 16); ++k, ++ops) {
+        const std::uint64_t key =
+            keys[static_cast<std::size_t>(ops) & (keys.size() - 1)];
+        auto it = index.find(key);
+        if (it == index.end()) continue;
+        const Node& n = nodes[it->second];
+        if (n.key == key && now < n.deadline) sum += n.value;
+      }
+    }
+    const double ns =
+        (ThreadCpuSeconds() - cpu0) * 1e9 / static_cast<double>(ops);
+    const char* workload = uniform ? "C2-floor" : "C1-floor";
+    Json j;
+    j.Add("workload", workload)
+        .Add("name", "index probe + entry read")
+        .Add("impl", "absl::flat_hash_map + node array")
+        .Add("n", ctx.flags.n)
+        .Add("threads", 1)
+        .Add("keys", uniform ? "uniform" : "zipf0.99")
+        .Add("ops", ops)
+        .Add("thread_cpu_ns_per_op", ns)
+        .Add("checksum", sum);
+    Emit(ctx, j,
+         absl::StrFormat("%s: an index probe and an entry read of the same "
+                         "keys cost %.0f ns of CPU (one thread, no cache)",
+                         workload, ns));
+  }
+}
+
 // ------------------------------------------------------------------ C3 --
 
 // The fresh process (not pre-faulted): RSS before Create and after N Sets
@@ -753,6 +830,7 @@ int main(int argc, char** argv) {
   if (Wanted(flags, "c1")) RunC1<std::uint64_t>(ctx);
   if (Wanted(flags, "c1-str")) RunC1<std::string>(ctx);
   if (Wanted(flags, "c2")) RunC2(ctx);
+  if (Wanted(flags, "floor")) RunFloors(ctx);
   if (Wanted(flags, "c3")) RunC3(ctx, self, false);
   if (Wanted(flags, "c3-str")) RunC3(ctx, self, true);
   if (Wanted(flags, "c4")) RunC4(ctx);
