@@ -8,6 +8,7 @@
 //     never one past its time to live when the Get began (C1);
 //   - the structures' invariants hold afterwards.
 // Each run lasts about a second; its assertions do not depend on timing.
+// And, under a ManualTicker, when a value a Get may be reading is freed.
 
 #include <atomic>
 #include <cstdint>
@@ -26,6 +27,8 @@
 #include "cache_test_peer.h"
 #include "gtest/gtest.h"
 #include "timingwheel/cache.h"
+#include "timingwheel/internal/cache/epoch.h"
+#include "timingwheel/ticker.h"
 
 namespace timingwheel {
 namespace {
@@ -178,6 +181,39 @@ void RaceGetsAgainstWriters(CacheOptions options) {
                   run->by_cause[static_cast<int>(RemovalCause::kExpired)]),
               static_cast<unsigned long long>(
                   run->by_cause[static_cast<int>(RemovalCause::kSize)]));
+}
+
+// A value removed while a Get may be reading it outlives that Get and no
+// more: freed by the shard's next write, or without one by the reclaim
+// timer an interval later. With no Get reading, the removal frees it.
+TEST(CacheReclaim, AValueAGetMayReadLivesUntilTheGetEnds) {
+  CacheOptions o;
+  o.wheel.interval = absl::Seconds(1);
+  auto ticker = std::make_shared<ManualTicker>();
+  o.wheel.ticker = ticker;
+  auto created = Cache<int, std::shared_ptr<int>>::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto& cache = **created;
+  auto value = std::make_shared<int>(1);
+  const std::weak_ptr<int> first = value;
+  ASSERT_TRUE(cache.Set(1, std::move(value)).ok());
+  {
+    internal::CacheReadSection read(CacheTestPeer::Epochs(cache));
+    ASSERT_TRUE(read.active());
+    EXPECT_TRUE(cache.Delete(1));
+    EXPECT_FALSE(first.expired()) << "freed under a Get's read section";
+  }
+  EXPECT_FALSE(first.expired());  // no write since, no tick
+  EXPECT_EQ(CacheTestPeer::CheckInvariants(cache), absl::OkStatus());
+  ticker->Tick();  // the reclaim timer
+  EXPECT_TRUE(first.expired()) << "left retired after the Get ended";
+
+  value = std::make_shared<int>(2);
+  const std::weak_ptr<int> second = value;
+  ASSERT_TRUE(cache.Set(2, std::move(value)).ok());
+  EXPECT_TRUE(cache.Delete(2));
+  EXPECT_TRUE(second.expired()) << "kept with no Get reading";
+  EXPECT_EQ(CacheTestPeer::CheckInvariants(cache), absl::OkStatus());
 }
 
 TEST(CacheRace, GetsAgainstWritesExpiryAndEviction) {

@@ -1,6 +1,7 @@
 // internal::CacheTestPeer, which Cache befriends: the tests' way into a
-// cache's implementation, to run its CheckInvariants and to reach a shard's
-// structures so as to break them on purpose.
+// cache's implementation, to run its CheckInvariants, to reach a shard's
+// structures so as to break them on purpose, and to stand in for a Get in
+// its read section.
 #ifndef TIMINGWHEEL_TESTS_CACHE_CACHE_TEST_PEER_H_
 #define TIMINGWHEEL_TESTS_CACHE_CACHE_TEST_PEER_H_
 
@@ -25,6 +26,12 @@ class CacheTestPeer {
   static CacheShard<K, V, H, E>& Shard(Cache<K, V, H, E>& cache,
                                        std::size_t k) {
     return *Impl(cache).shards_[k];
+  }
+
+  // The cache's epochs, to hold a read section open as a Get would.
+  template <typename K, typename V, typename H, typename E>
+  static CacheEpochs& Epochs(Cache<K, V, H, E>& cache) {
+    return Impl(cache).epochs_;
   }
 
   // How many shards the cache has.

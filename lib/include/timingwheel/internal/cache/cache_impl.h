@@ -384,6 +384,8 @@ class CacheImpl {
 
   static constexpr std::int64_t kNever =
       std::numeric_limits<std::int64_t>::max();
+  // The "tick" of a shard's reclaim timer (FinishLocked): no bucket's.
+  static constexpr std::int64_t kReclaimTick = -1;
   static constexpr int kMaxShardBits = 6;
   // A bounded cache keeps at least this many entries per shard, so that each
   // shard's policy has room to choose.
@@ -703,6 +705,16 @@ class CacheImpl {
       for (auto& b : blocks) s.retired_blocks.emplace_back(e, std::move(b));
       ReclaimLocked(s);
     }
+    // What Gets still held is freed by the shard's next write; in case none
+    // comes, a wheel timer comes back for it one interval later (one at a
+    // time per shard).
+    if ((!s.retired_nodes.empty() || !s.retired_blocks.empty()) &&
+        !s.reclaim_armed) {
+      s.reclaim_armed = wheel_
+                            ->SetTimer(BucketKey{kReclaimTick, s.id}, s.id,
+                                       options_.wheel.interval)
+                            .ok();
+    }
   }
 
   void ReclaimLocked(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
@@ -788,6 +800,12 @@ class CacheImpl {
   void OnBucket(std::int64_t tick, std::uint32_t shard) {
     constexpr int kBatch = 256;
     Shard& s = *shards_[shard];
+    if (tick == kReclaimTick) {
+      MutexLock lock(s.mu);
+      s.reclaim_armed = false;
+      FinishLocked(s);
+      return;
+    }
     for (bool done = false; !done;) {
       Removals removals;
       {

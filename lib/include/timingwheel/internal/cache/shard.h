@@ -172,6 +172,8 @@ struct alignas(64) CacheShard {
       ABSL_GUARDED_BY(mu);
   std::deque<std::pair<std::uint64_t, std::shared_ptr<void>>> retired_blocks
       ABSL_GUARDED_BY(mu);
+  // A wheel timer will come back to free what is retired.
+  bool reclaim_armed ABSL_GUARDED_BY(mu) = false;
 
   std::atomic<std::size_t> size{0};
   std::atomic<std::uint64_t> hits{0}, misses{0}, expired{0}, evicted{0};
