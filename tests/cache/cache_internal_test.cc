@@ -96,7 +96,7 @@ TEST(CacheSketch, NeverUnderCountsUntilHalvedAndSaturatesAt15) {
 }
 
 TEST(CachePool, ReusesFreedNodesBeforeGrowing) {
-  CachePool<int, std::vector<int>> pool;
+  CachePool<int, std::vector<int>> pool(/*extras=*/true);
   std::vector<std::uint32_t> nodes;
   for (int i = 0; i < 3000; ++i) {
     nodes.push_back(pool.Allocate(i, std::vector<int>(3, i)));

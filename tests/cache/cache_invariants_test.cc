@@ -161,13 +161,13 @@ TEST_F(CacheInvariantsTest, CatchAPolicySegmentMislabelled) {
   int segment;
   {
     MutexLock lock(s.mu);
-    segment = s.pool.at(node).segment();
-    s.pool.at(node).set_segment(segment == 0 ? 1 : 0);
+    segment = s.pool.extra(node).segment();
+    s.pool.extra(node).set_segment(segment == 0 ? 1 : 0);
   }
   ExpectCaught(Check(), "CachePolicy: node");
   {
     MutexLock lock(s.mu);
-    s.pool.at(node).set_segment(segment);
+    s.pool.extra(node).set_segment(segment);
   }
   EXPECT_EQ(Check(), absl::OkStatus());
 }

@@ -413,8 +413,9 @@ class CacheImpl {
           options.max_entries == 0
               ? 0
               : options.max_entries / n + (k < options.max_entries % n);
-      shards_.push_back(std::make_unique<Shard>(
-          hash_, eq_, static_cast<std::uint32_t>(k), capacity));
+      shards_.push_back(std::make_unique<Shard>(hash_, eq_,
+                                                static_cast<std::uint32_t>(k),
+                                                capacity, options.sliding));
     }
   }
 
@@ -452,17 +453,18 @@ class CacheImpl {
         .count();
   }
 
-  // A time to live in ns; Node::kTtlNever for never (and for anything
-  // longer than about 146 years).
+  // A time to live in ns; kTtlNever for never (and for anything longer
+  // than about 146 years).
+  static constexpr std::int64_t kTtlNever = CacheNodeExtra::kTtlNever;
   static std::int64_t ToNs(absl::Duration d) {
-    if (d == absl::InfiniteDuration()) return Node::kTtlNever;
+    if (d == absl::InfiniteDuration()) return kTtlNever;
     const std::int64_t ns = absl::ToInt64Nanoseconds(d);  // saturates
-    return std::clamp<std::int64_t>(ns, 1, Node::kTtlNever);
+    return std::clamp<std::int64_t>(ns, 1, kTtlNever);
   }
   // now + ttl; kNever for never, and for deadlines beyond about 73 years
   // (so tick arithmetic cannot overflow).
   static std::int64_t Deadline(std::int64_t now, std::int64_t ttl) {
-    if (ttl == Node::kTtlNever || ttl >= kNever / 4 - now) return kNever;
+    if (ttl == kTtlNever || ttl >= kNever / 4 - now) return kNever;
     return now + ttl;
   }
 
@@ -525,7 +527,9 @@ class CacheImpl {
     for (;;) {
       if (d < 0 || now >= d) return false;  // removed, or expired
       if (!options_.sliding || d == kNever) return true;
-      const std::int64_t later = Deadline(now, n.ttl());
+      // Sliding: the pool has extras.
+      const std::int64_t later =
+          Deadline(now, Shard::Pool::SharedExtra(n).ttl());
       if (later <= d) return true;
       if (n.deadline.compare_exchange_weak(d, later,
                                            std::memory_order_relaxed)) {
@@ -603,7 +607,7 @@ class CacheImpl {
     // old value now, so it stays until they are done (ReclaimLocked).
     const std::uint32_t i = s.pool.Allocate(std::move(key), std::move(value));
     auto& n = s.pool.at(i);
-    n.set_ttl(ttl_ns);
+    if (s.pool.has_extras()) s.pool.extra(i).set_ttl(ttl_ns);
     n.set_deadline(deadline);
     if (bucket != kCacheNil) File(s, i, bucket);
     if (old != kCacheNil) {

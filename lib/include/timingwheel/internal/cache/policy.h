@@ -56,7 +56,7 @@ class CachePolicy {
   // probation entry is promoted to protected.
   void OnAccess(Pool& pool, std::uint32_t i, std::uint64_t hash) {
     sketch_.Increment(hash);
-    switch (pool.at(i).segment()) {
+    switch (pool.extra(i).segment()) {
       case kWindow:
         Move(pool, i, kWindow);
         break;
@@ -79,19 +79,19 @@ class CachePolicy {
   // Node `to` (a new node for the same key) takes node `from`'s place in
   // its segment's list; `from` leaves it.
   void Replace(Pool& pool, std::uint32_t from, std::uint32_t to) {
-    auto& f = pool.at(from);
-    auto& t = pool.at(to);
+    auto& f = pool.extra(from);
+    auto& t = pool.extra(to);
     List& l = lists_[f.segment()];
     t.set_segment(f.segment());
     t.prev = f.prev;
     t.next = f.next;
     if (f.prev != kCacheNil) {
-      pool.at(f.prev).next = to;
+      pool.extra(f.prev).next = to;
     } else {
       l.head = to;
     }
     if (f.next != kCacheNil) {
-      pool.at(f.next).prev = to;
+      pool.extra(f.next).prev = to;
     } else {
       l.tail = to;
     }
@@ -113,7 +113,7 @@ class CachePolicy {
     std::uint32_t victim = lists_[kProbation].head;
     if (victim == candidate) victim = lists_[kProtected].head;
     if (candidate != kCacheNil && victim != kCacheNil &&
-        pool.at(candidate).segment() == kProbation) {
+        pool.extra(candidate).segment() == kProbation) {
       const bool candidate_wins = sketch_.Frequency(hash_of(candidate)) >
                                   sketch_.Frequency(hash_of(victim));
       const std::uint32_t loser = candidate_wins ? victim : candidate;
@@ -123,13 +123,13 @@ class CachePolicy {
     }
     for (Segment s : {kProbation, kProtected, kWindow}) {
       for (std::uint32_t i = lists_[s].head; i != kCacheNil;
-           i = pool.at(i).next) {
+           i = pool.extra(i).next) {
         if (allowed(i)) return i;
       }
     }
     for (Segment s : {kProbation, kProtected, kWindow}) {
       for (std::uint32_t i = lists_[s].head; i != kCacheNil;
-           i = pool.at(i).next) {
+           i = pool.extra(i).next) {
         if (i != keep1) return i;
       }
     }
@@ -157,14 +157,14 @@ class CachePolicy {
       const List& l = lists_[s];
       std::uint32_t prev = kCacheNil;
       std::size_t n = 0;
-      for (std::uint32_t i = l.head; i != kCacheNil; i = pool.at(i).next) {
+      for (std::uint32_t i = l.head; i != kCacheNil; i = pool.extra(i).next) {
         TW_INVARIANT(i < pool.extent() && pool.at(i).is_entry(),
                      "CachePolicy: segment ", s, " links node ", i,
                      ", not an entry");
-        TW_INVARIANT(pool.at(i).segment() == s, "CachePolicy: node ", i,
-                     " of segment ", s, " is marked ", pool.at(i).segment());
-        TW_INVARIANT(pool.at(i).prev == prev, "CachePolicy: node ", i,
-                     " links back to ", pool.at(i).prev, ", not ", prev);
+        TW_INVARIANT(pool.extra(i).segment() == s, "CachePolicy: node ", i,
+                     " of segment ", s, " is marked ", pool.extra(i).segment());
+        TW_INVARIANT(pool.extra(i).prev == prev, "CachePolicy: node ", i,
+                     " links back to ", pool.extra(i).prev, ", not ", prev);
         TW_INVARIANT(++n <= l.size, "CachePolicy: segment ", s,
                      " holds more than its size ", l.size);
         prev = i;
@@ -194,13 +194,13 @@ class CachePolicy {
   };
 
   void PushBack(Pool& pool, Segment s, std::uint32_t i) {
-    auto& n = pool.at(i);
+    auto& n = pool.extra(i);
     List& l = lists_[s];
     n.set_segment(s);
     n.prev = l.tail;
     n.next = kCacheNil;
     if (l.tail != kCacheNil) {
-      pool.at(l.tail).next = i;
+      pool.extra(l.tail).next = i;
     } else {
       l.head = i;
     }
@@ -208,16 +208,16 @@ class CachePolicy {
     ++l.size;
   }
   void Unlink(Pool& pool, std::uint32_t i) {
-    auto& n = pool.at(i);
+    auto& n = pool.extra(i);
     List& l = lists_[n.segment()];
     TW_DCHECK(l.size != 0);
     if (n.prev != kCacheNil) {
-      pool.at(n.prev).next = n.next;
+      pool.extra(n.prev).next = n.next;
     } else {
       l.head = n.next;
     }
     if (n.next != kCacheNil) {
-      pool.at(n.next).prev = n.prev;
+      pool.extra(n.next).prev = n.prev;
     } else {
       l.tail = n.prev;
     }

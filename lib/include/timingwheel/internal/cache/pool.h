@@ -25,131 +25,69 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
+#include "timingwheel/internal/cache/node.h"
 
 namespace timingwheel {
 namespace internal {
 
-// "No node": the end of a list.
-inline constexpr std::uint32_t kCacheNil =
-    std::numeric_limits<std::uint32_t>::max();
-
-// One cache entry. For 8-byte keys and values it is 48 bytes: its deadline,
-// its time to live and policy segment, the two links of the eviction
-// policy's list, the two links of its expiry bucket's list, the key and the
-// value. Key and value are constructed while the node is an entry
-// (deadline >= 0) or retired (kRetired: removed, waiting for the Gets that
-// may still read it); a bucket's sentinel node uses only the expiry links.
-// Gets read deadline and tag while writers change them (a sliding hit
-// moves the deadline; the policy moves the segment), hence atomics; key and
-// value never change while a Get can reach the node.
-template <typename K, typename V>
-struct CacheNode {
-  static constexpr std::int64_t kFree =
-      std::numeric_limits<std::int64_t>::min();
-  static constexpr std::int64_t kSentinel = kFree + 1;
-  static constexpr std::int64_t kRetired = kFree + 2;
-  static constexpr std::uint64_t kTtlMask = (std::uint64_t{1} << 62) - 1;
-  // Largest finite time to live kept (ns, about 146 years); longer is never.
-  static constexpr std::int64_t kTtlNever = static_cast<std::int64_t>(kTtlMask);
-
-  // What a Get reads comes first, so that it shares a cache line more
-  // often: key, value, deadline, ttl.
-  alignas(K) unsigned char key_storage[sizeof(K)];
-  alignas(V) unsigned char value_storage[sizeof(V)];
-  // ns of wheel time (INT64_MAX = never); kFree, kSentinel, kRetired for
-  // non-entries.
-  std::atomic<std::int64_t> deadline{kFree};
-  // Bits 0..61: the time to live in ns (kTtlNever = never), which sliding
-  // restarts from. Bits 62..63: the eviction policy's segment.
-  std::atomic<std::uint64_t> tag{0};
-  std::uint32_t prev = kCacheNil;   // policy list
-  std::uint32_t next = kCacheNil;   // policy list; also the free list
-  std::uint32_t eprev = kCacheNil;  // expiry bucket's circular list
-  std::uint32_t enext = kCacheNil;
-
-  bool is_entry() const { return deadline_now() >= 0; }
-  // Key and value constructed: an entry, or retired.
-  bool has_value() const {
-    const std::int64_t d = deadline_now();
-    return d >= 0 || d == kRetired;
-  }
-  std::int64_t deadline_now() const {
-    return deadline.load(std::memory_order_relaxed);
-  }
-  void set_deadline(std::int64_t d) {
-    deadline.store(d, std::memory_order_relaxed);
-  }
-  std::int64_t ttl() const {
-    return static_cast<std::int64_t>(tag.load(std::memory_order_relaxed) &
-                                     kTtlMask);
-  }
-  void set_ttl(std::int64_t t) {
-    const std::uint64_t old = tag.load(std::memory_order_relaxed);
-    tag.store((old & ~kTtlMask) | static_cast<std::uint64_t>(t),
-              std::memory_order_relaxed);
-  }
-  int segment() const {
-    return static_cast<int>(tag.load(std::memory_order_relaxed) >> 62);
-  }
-  void set_segment(int s) {
-    const std::uint64_t old = tag.load(std::memory_order_relaxed);
-    tag.store((old & kTtlMask) | (static_cast<std::uint64_t>(s) << 62),
-              std::memory_order_relaxed);
-  }
-  // Back to a free node's state (links reset), key and value destroyed.
-  void Reset() {
-    set_deadline(kFree);
-    tag.store(0, std::memory_order_relaxed);
-    prev = next = eprev = enext = kCacheNil;
-  }
-  K& key() { return *std::launder(reinterpret_cast<K*>(key_storage)); }
-  const K& key() const {
-    return *std::launder(reinterpret_cast<const K*>(key_storage));
-  }
-  V& value() { return *std::launder(reinterpret_cast<V*>(value_storage)); }
-  const V& value() const {
-    return *std::launder(reinterpret_cast<const V*>(value_storage));
-  }
-};
-
-// Nodes in chunks of kChunk. Not thread-safe but for SharedAt: the shard's
-// lock guards the rest. Cost: Allocate and Free are O(1) (a new chunk now
-// and then, a new directory when the chunks double); the slack is at most
-// one chunk per pool.
+// Nodes in chunks of kChunk, each node a CacheNode followed, when the pool
+// has extras, by a CacheNodeExtra: a cache that neither bounds its size nor
+// slides keeps no policy links and no time to live. Not thread-safe but for
+// SharedAt and SharedExtra: the shard's lock guards the rest. Cost:
+// Allocate and Free are O(1) (a new chunk now and then, a new directory
+// when the chunks double); the slack is at most one chunk per pool.
 template <typename K, typename V>
 class CachePool {
  public:
   using Node = CacheNode<K, V>;
+  using Extra = CacheNodeExtra;
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunk = 1u << kChunkBits;
 
-  CachePool() = default;
+  explicit CachePool(bool extras)
+      : extras_(extras),
+        stride_(RoundUp(RoundUp(sizeof(Node), alignof(Extra)) +
+                            (extras ? sizeof(Extra) : 0),
+                        kAlign)) {}
   CachePool(const CachePool&) = delete;
   CachePool& operator=(const CachePool&) = delete;
   ~CachePool() { DestroyAll(); }
 
   // Nodes ever allocated (live or free): indices below it are valid.
   std::uint32_t extent() const { return extent_; }
+  // Whether nodes have a CacheNodeExtra.
+  bool has_extras() const { return extras_; }
+  // Bytes a node takes in its chunk.
+  std::size_t stride() const { return stride_; }
 
   Node& at(std::uint32_t i) {
-    return chunks_[i >> kChunkBits][i & (kChunk - 1)];
+    return *NodeIn(chunks_[i >> kChunkBits].get(), i);
   }
   const Node& at(std::uint32_t i) const {
-    return chunks_[i >> kChunkBits][i & (kChunk - 1)];
+    return *NodeIn(chunks_[i >> kChunkBits].get(), i);
+  }
+  // Node i's extra part; only when has_extras().
+  Extra& extra(std::uint32_t i) { return *ExtraOf(&at(i)); }
+  const Extra& extra(std::uint32_t i) const {
+    return *ExtraOf(const_cast<Node*>(&at(i)));
   }
 
   // Node i, for a Get without the lock, inside a read section, where i came
   // from the index: its chunk is published before any index slot names it.
   Node& SharedAt(std::uint32_t i) const {
     const Directory* d = dir_.load(std::memory_order_acquire);
-    Node* chunk = d->chunks[i >> kChunkBits].load(std::memory_order_acquire);
-    return chunk[i & (kChunk - 1)];
+    std::byte* chunk =
+        d->chunks[i >> kChunkBits].load(std::memory_order_acquire);
+    return *NodeIn(chunk, i);
   }
+  // The extra part of a node SharedAt returned; only when has_extras().
+  static Extra& SharedExtra(Node& n) { return *ExtraOf(&n); }
 
   // An entry node holding key and value (deadline 0, ttl 0, unlinked).
   // Throws std::bad_alloc when memory runs out (nothing changed then).
@@ -187,8 +125,14 @@ class CachePool {
       n.key().~K();
       n.value().~V();
     }
-    n.Reset();
-    n.next = free_;
+    n.set_deadline(Node::kFree);
+    n.eprev = kCacheNil;
+    if (extras_) {
+      Extra& x = extra(i);
+      x.tag.store(0, std::memory_order_relaxed);
+      x.prev = x.next = kCacheNil;
+    }
+    n.enext = free_;
     free_ = i;
   }
 
@@ -231,7 +175,7 @@ class CachePool {
                  "CachePool: ", chunks_.size(), " chunks for ", extent_,
                  " nodes");
     std::vector<bool> listed(extent_);
-    for (std::uint32_t i = free_; i != kCacheNil; i = at(i).next) {
+    for (std::uint32_t i = free_; i != kCacheNil; i = at(i).enext) {
       TW_INVARIANT(i < extent_, "CachePool: free list holds ", i,
                    ", not below the extent ", extent_);
       TW_INVARIANT(at(i).deadline_now() == Node::kFree, "CachePool: free list ",
@@ -252,8 +196,8 @@ class CachePool {
     if (free_ != kCacheNil) {
       const std::uint32_t i = free_;
       TW_DCHECK(at(i).deadline_now() == Node::kFree);
-      free_ = at(i).next;
-      at(i).next = kCacheNil;
+      free_ = at(i).enext;
+      at(i).enext = kCacheNil;
       return i;
     }
     if ((extent_ & (kChunk - 1)) == 0) AddChunk();
@@ -265,12 +209,51 @@ class CachePool {
   // reading it.
   struct Directory {
     explicit Directory(std::size_t n)
-        : capacity(n), chunks(new std::atomic<Node*>[n]()) {}
+        : capacity(n), chunks(new std::atomic<std::byte*>[n]()) {}
     const std::size_t capacity;
-    const std::unique_ptr<std::atomic<Node*>[]> chunks;
+    const std::unique_ptr<std::atomic<std::byte*>[]> chunks;
   };
+  // A chunk's memory: kChunk nodes of stride_ bytes, each a Node then (with
+  // extras) an Extra, constructed when the chunk is made. Both are trivially
+  // destructible (key and value are destroyed by hand), so the chunk is
+  // only freed.
+  static constexpr std::size_t kAlign = alignof(Node) > alignof(Extra)
+                                            ? alignof(Node)
+                                            : alignof(Extra);
+  struct ChunkDelete {
+    void operator()(std::byte* p) const {
+      ::operator delete (p, std::align_val_t{kAlign});
+    }
+  };
+  using Chunk = std::unique_ptr<std::byte[], ChunkDelete>;
+  static_assert(std::is_trivially_destructible_v<Node> &&
+                std::is_trivially_destructible_v<Extra>);
+  static constexpr std::size_t RoundUp(std::size_t n, std::size_t a) {
+    return (n + a - 1) / a * a;
+  }
+  Node* NodeIn(std::byte* chunk, std::uint32_t i) const {
+    return std::launder(reinterpret_cast<Node*>(
+        chunk + std::size_t{i & (kChunk - 1)} * stride_));
+  }
+  static Extra* ExtraOf(Node* n) {
+    return std::launder(
+        reinterpret_cast<Extra*>(reinterpret_cast<std::byte*>(n) +
+                                 RoundUp(sizeof(Node), alignof(Extra))));
+  }
+  Chunk MakeChunk() {
+    Chunk chunk(static_cast<std::byte*>(
+        ::operator new (stride_* kChunk, std::align_val_t{kAlign})));
+    for (std::uint32_t j = 0; j < kChunk; ++j) {
+      std::byte* at = chunk.get() + std::size_t{j} * stride_;
+      ::new (static_cast<void*>(at)) Node();
+      if (extras_)
+        ::new (static_cast<void*>(ExtraOf(reinterpret_cast<Node*>(at))))
+            Extra();
+    }
+    return chunk;
+  }
   void AddChunk() {
-    auto chunk = std::make_unique<Node[]>(kChunk);
+    Chunk chunk = MakeChunk();
     const std::size_t k = chunks_.size();
     if (dir_owner_ == nullptr || k == dir_owner_->capacity) {
       auto bigger = std::make_shared<Directory>(std::max<std::size_t>(
@@ -297,7 +280,9 @@ class CachePool {
     }
   }
 
-  std::vector<std::unique_ptr<Node[]>> chunks_;
+  const bool extras_;
+  const std::size_t stride_;
+  std::vector<Chunk> chunks_;
   std::shared_ptr<Directory> dir_owner_;
   std::atomic<Directory*> dir_{nullptr};
   std::vector<std::shared_ptr<void>> retired_dirs_;

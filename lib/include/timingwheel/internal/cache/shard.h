@@ -36,10 +36,12 @@ struct alignas(64) CacheShard {
   using Pool = CachePool<K, V>;
 
   // Shard number `shard_id`, for at most `max_entries` entries (0 =
-  // unbounded).
+  // unbounded), with sliding expiry or not: its nodes keep a time to live
+  // and policy links (CacheNodeExtra) only if bounded or sliding.
   CacheShard(const Hash& hash, const Eq& eq, std::uint32_t shard_id,
-             std::size_t max_entries)
-      : id(shard_id),
+             std::size_t max_entries, bool sliding)
+      : pool(max_entries != 0 || sliding),
+        id(shard_id),
         capacity(max_entries),
         reads(max_entries != 0 ? std::make_unique<CacheReadBuffer>() : nullptr),
         flights(0, hash, eq) {
@@ -79,10 +81,11 @@ struct alignas(64) CacheShard {
       });
       TW_INVARIANT(found == i, "CacheShard ", id, ": a lookup of the key of ",
                    "node ", i, " finds ", found);
-      TW_INVARIANT(
-          capacity != 0 || (n.prev == kCacheNil && n.next == kCacheNil),
-          "CacheShard ", id, ": unbounded, yet node ", i,
-          " is in a policy list");
+      TW_INVARIANT(capacity != 0 || !pool.has_extras() ||
+                       (pool.extra(i).prev == kCacheNil &&
+                        pool.extra(i).next == kCacheNil),
+                   "CacheShard ", id, ": unbounded, yet node ", i,
+                   " is in a policy list");
       TW_INVARIANT((n.enext == kCacheNil) == (n.eprev == kCacheNil),
                    "CacheShard ", id, ": node ", i, " is half in a bucket");
     }

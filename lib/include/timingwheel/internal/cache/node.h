@@ -1,0 +1,102 @@
+// A cache entry's node: what every node has (CacheNode), and what a node
+// has besides when its cache is bounded or sliding (CacheNodeExtra), laid
+// out right after it in the pool's chunk (pool.h).
+#ifndef TIMINGWHEEL_INTERNAL_CACHE_NODE_H_
+#define TIMINGWHEEL_INTERNAL_CACHE_NODE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <new>
+
+namespace timingwheel {
+namespace internal {
+
+// "No node": the end of a list.
+inline constexpr std::uint32_t kCacheNil =
+    std::numeric_limits<std::uint32_t>::max();
+
+// One cache entry: its key and value, its deadline and the two links of its
+// expiry bucket's list; 32 bytes for 8-byte keys and values. Key and value
+// are constructed while the node is an entry (deadline >= 0) or retired
+// (kRetired: removed, waiting for the Gets that may still read it); a
+// bucket's sentinel node uses only the expiry links, a free node `enext`
+// for the free list. What a Get reads comes first, so that it shares a
+// cache line: key, value, deadline. Gets read the deadline while writers
+// change it (a sliding hit moves it), hence an atomic; key and value never
+// change while a Get can reach the node.
+template <typename K, typename V>
+struct CacheNode {
+  static constexpr std::int64_t kFree =
+      std::numeric_limits<std::int64_t>::min();
+  static constexpr std::int64_t kSentinel = kFree + 1;
+  static constexpr std::int64_t kRetired = kFree + 2;
+
+  alignas(K) unsigned char key_storage[sizeof(K)];
+  alignas(V) unsigned char value_storage[sizeof(V)];
+  // ns of wheel time (INT64_MAX = never); kFree, kSentinel, kRetired for
+  // non-entries.
+  std::atomic<std::int64_t> deadline{kFree};
+  std::uint32_t eprev = kCacheNil;  // expiry bucket's circular list
+  std::uint32_t enext = kCacheNil;  // and the free list
+
+  bool is_entry() const { return deadline_now() >= 0; }
+  // Key and value constructed: an entry, or retired.
+  bool has_value() const {
+    const std::int64_t d = deadline_now();
+    return d >= 0 || d == kRetired;
+  }
+  std::int64_t deadline_now() const {
+    return deadline.load(std::memory_order_relaxed);
+  }
+  void set_deadline(std::int64_t d) {
+    deadline.store(d, std::memory_order_relaxed);
+  }
+  K& key() { return *std::launder(reinterpret_cast<K*>(key_storage)); }
+  const K& key() const {
+    return *std::launder(reinterpret_cast<const K*>(key_storage));
+  }
+  V& value() { return *std::launder(reinterpret_cast<V*>(value_storage)); }
+  const V& value() const {
+    return *std::launder(reinterpret_cast<const V*>(value_storage));
+  }
+};
+
+// What a node of a bounded or sliding cache has besides: the time to live
+// it was set with (sliding restarts from it), its eviction policy segment
+// and the two links of the policy's list; 16 bytes. Gets read the time to
+// live while the policy changes the segment beside it, hence an atomic.
+struct CacheNodeExtra {
+  static constexpr std::uint64_t kTtlMask = (std::uint64_t{1} << 62) - 1;
+  // Largest finite time to live kept (ns, about 146 years); longer is never.
+  static constexpr std::int64_t kTtlNever = static_cast<std::int64_t>(kTtlMask);
+
+  // Bits 0..61: the time to live in ns (kTtlNever = never). Bits 62..63:
+  // the eviction policy's segment.
+  std::atomic<std::uint64_t> tag{0};
+  std::uint32_t prev = kCacheNil;  // policy list
+  std::uint32_t next = kCacheNil;
+
+  std::int64_t ttl() const {
+    return static_cast<std::int64_t>(tag.load(std::memory_order_relaxed) &
+                                     kTtlMask);
+  }
+  void set_ttl(std::int64_t t) {
+    const std::uint64_t old = tag.load(std::memory_order_relaxed);
+    tag.store((old & ~kTtlMask) | static_cast<std::uint64_t>(t),
+              std::memory_order_relaxed);
+  }
+  int segment() const {
+    return static_cast<int>(tag.load(std::memory_order_relaxed) >> 62);
+  }
+  void set_segment(int s) {
+    const std::uint64_t old = tag.load(std::memory_order_relaxed);
+    tag.store((old & kTtlMask) | (static_cast<std::uint64_t>(s) << 62),
+              std::memory_order_relaxed);
+  }
+};
+
+}  // namespace internal
+}  // namespace timingwheel
+
+#endif  // TIMINGWHEEL_INTERNAL_CACHE_NODE_H_
