@@ -7,10 +7,10 @@
 // same kind: a shard needs less. It is used under the shard's lock, where a
 // resize may rehash at once (O(capacity), amortized O(1)) instead of moving
 // the words in bounded steps between two tables (a Get that misses during
-// the resize asks again under the lock); nothing prefetches its lines; and the
-// cache's hash is fully mixed (MixHash, base/hash.h), so a home is the tag's
-// low bits, with no multiply. KeyIndex would bring its two-table resize, its
-// big-block memory and its prefetching into every shard for no use.
+// the resize asks again under the lock); nothing prefetches its lines; and
+// the cache's hash is fully mixed (MixHash, base/hash.h), so the tag alone
+// places a key. KeyIndex would bring its two-table resize, its big-block
+// memory and its prefetching into every shard for no use.
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_INDEX_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_INDEX_H_
 
@@ -24,15 +24,17 @@
 
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
-#include "timingwheel/internal/cache/pool.h"
+#include "timingwheel/internal/cache/node.h"
 
 namespace timingwheel {
 namespace internal {
 
 // Linear probing with backward-shift deletion (no tombstones), kept between
-// 1/8 and 3/4 full: it doubles when fuller and shrinks when a mass removal
-// leaves it emptier, so memory follows the live entries. A slot's home is
-// its hash bits, so growing and shrinking never rehash a key. Writers call
+// 1/8 and 3/4 full: it grows by half when fuller (so it is at least half
+// full after growing: 11 to 16 bytes an entry) and shrinks when a mass
+// removal leaves it emptier, so memory follows the live entries. A slot's
+// home is its 32 hash bits scaled to the capacity, so a resize never hashes
+// a key again. Writers call
 // everything but FindShared under the shard's lock; Gets call FindShared
 // without it, inside a read section (epoch.h). Slots are atomic words
 // written with release, so a Get that reads one sees the node it names
@@ -48,7 +50,7 @@ class CacheIndex {
 
   std::size_t size() const { return size_; }
   std::size_t capacity() const {
-    return table_ == nullptr ? 0 : table_->mask + 1;
+    return table_ == nullptr ? 0 : table_->capacity;
   }
 
   // The node with hash bits `tag` for which is_key(node) holds, or kCacheNil.
@@ -56,7 +58,7 @@ class CacheIndex {
   std::uint32_t Find(std::uint32_t tag, const IsKey& is_key) const {
     if (table_ == nullptr) return kCacheNil;
     const Table& t = *table_;
-    for (std::size_t i = tag & t.mask;; i = (i + 1) & t.mask) {
+    for (std::size_t i = t.Home(tag);; i = t.Next(i)) {
       const std::uint64_t w = t.Load(i, std::memory_order_relaxed);
       if (NodeOf(w) == kCacheNil) return kCacheNil;
       if (TagOf(w) == tag && is_key(NodeOf(w))) return NodeOf(w);
@@ -73,8 +75,8 @@ class CacheIndex {
     if (t == nullptr) return kCacheNil;
     // At most one lap: slots read at different moments may show no empty
     // one.
-    for (std::size_t i = tag & t->mask, k = 0; k <= t->mask;
-         i = (i + 1) & t->mask, ++k) {
+    for (std::size_t i = t->Home(tag), k = 0; k < t->capacity;
+         i = t->Next(i), ++k) {
       const std::uint64_t w = t->Load(i, std::memory_order_acquire);
       if (NodeOf(w) == kCacheNil) return kCacheNil;
       if (TagOf(w) == tag && is_key(NodeOf(w))) return NodeOf(w);
@@ -86,7 +88,7 @@ class CacheIndex {
   // std::bad_alloc when growing (nothing changes then).
   void Insert(std::uint32_t tag, std::uint32_t node) {
     if ((size_ + 1) * 4 > capacity() * 3) {
-      Resize(table_ == nullptr ? kMinCapacity : capacity() * 2);
+      Resize(table_ == nullptr ? kMinCapacity : capacity() * 3 / 2);
     }
     Place(*table_, Word(tag, node));
     ++size_;
@@ -97,9 +99,9 @@ class CacheIndex {
   void Replace(std::uint32_t tag, std::uint32_t old_node,
                std::uint32_t new_node) {
     Table& t = *table_;
-    std::size_t i = tag & t.mask;
+    std::size_t i = t.Home(tag);
     while (NodeOf(t.Load(i, std::memory_order_relaxed)) != old_node) {
-      i = (i + 1) & t.mask;
+      i = t.Next(i);
     }
     t.Store(i, Word(tag, new_node));
   }
@@ -108,17 +110,17 @@ class CacheIndex {
   void Erase(std::uint32_t tag, std::uint32_t node) {
     if (table_ == nullptr) return;
     Table& t = *table_;
-    std::size_t i = tag & t.mask;
+    std::size_t i = t.Home(tag);
     while (NodeOf(t.Load(i, std::memory_order_relaxed)) != node) {
       if (NodeOf(t.Load(i, std::memory_order_relaxed)) == kCacheNil) return;
-      i = (i + 1) & t.mask;
+      i = t.Next(i);
     }
     // Shift later members of the cluster back into the hole, unless their
     // home lies cyclically in (hole, j].
-    for (std::size_t j = (i + 1) & t.mask;; j = (j + 1) & t.mask) {
+    for (std::size_t j = t.Next(i);; j = t.Next(j)) {
       const std::uint64_t w = t.Load(j, std::memory_order_relaxed);
       if (NodeOf(w) == kCacheNil) break;
-      const std::size_t home = TagOf(w) & t.mask;
+      const std::size_t home = t.Home(TagOf(w));
       const bool stays =
           i <= j ? (i < home && home <= j) : (i < home || home <= j);
       if (!stays) {
@@ -129,9 +131,7 @@ class CacheIndex {
     t.Store(i, kEmpty);
     --size_;
     if (capacity() > kMinCapacity && size_ * 8 < capacity()) {
-      std::size_t cap = kMinCapacity;
-      while (size_ * 2 > cap) cap *= 2;
-      Resize(cap);
+      Resize(std::max(kMinCapacity, size_ * 2));
     }
   }
 
@@ -139,7 +139,7 @@ class CacheIndex {
   template <typename Fn>
   void ForEach(const Fn& fn) const {
     if (table_ == nullptr) return;
-    for (std::size_t i = 0; i <= table_->mask; ++i) {
+    for (std::size_t i = 0; i < table_->capacity; ++i) {
       const std::uint64_t w = table_->Load(i, std::memory_order_relaxed);
       if (NodeOf(w) != kCacheNil) fn(NodeOf(w));
     }
@@ -157,8 +157,8 @@ class CacheIndex {
     retired_.clear();
   }
 
-  // The first broken invariant, or OK: no table, or a power of two of at
-  // least kMinCapacity slots, 1/8 to 3/4 full (emptier only at
+  // The first broken invariant, or OK: no table, or at least kMinCapacity
+  // slots, 1/8 to 3/4 full (emptier only at
   // kMinCapacity); size() counts the nodes, each held once and reached by
   // a lookup from its home (no empty slot between); the published table is
   // the writers'. O(capacity log capacity); for tests and checking builds.
@@ -171,8 +171,7 @@ class CacheIndex {
       return absl::OkStatus();
     }
     const Table& t = *table_;
-    TW_INVARIANT(std::has_single_bit(cap) && cap >= kMinCapacity,
-                 "CacheIndex: ", cap, " slots");
+    TW_INVARIANT(cap >= kMinCapacity, "CacheIndex: ", cap, " slots");
     TW_INVARIANT(
         size_ * 4 <= cap * 3 && (cap == kMinCapacity || size_ * 8 >= cap),
         "CacheIndex: ", size_, " nodes in ", cap, " slots");
@@ -185,19 +184,19 @@ class CacheIndex {
     TW_INVARIANT(last_empty != cap, "CacheIndex: no empty slot");
     // From just after an empty slot, round, so that every run is seen
     // whole.
-    const std::size_t start = (last_empty + 1) & t.mask;
+    const std::size_t start = t.Next(last_empty);
     std::size_t run_start = start;
     std::vector<std::uint32_t> nodes;
     for (std::size_t k = 0; k < cap; ++k) {
-      const std::size_t i = (start + k) & t.mask;
+      const std::size_t i = (start + k) % cap;
       const std::uint64_t w = t.Load(i, std::memory_order_relaxed);
       if (NodeOf(w) == kCacheNil) {
-        run_start = (i + 1) & t.mask;
+        run_start = t.Next(i);
         continue;
       }
       nodes.push_back(NodeOf(w));
-      const std::size_t home = TagOf(w) & t.mask;
-      TW_INVARIANT(((i - home) & t.mask) <= ((i - run_start) & t.mask),
+      const std::size_t home = t.Home(TagOf(w));
+      TW_INVARIANT((i + cap - home) % cap <= (i + cap - run_start) % cap,
                    "CacheIndex: node ", NodeOf(w), " at ", i, " (home ", home,
                    ") lies past an empty slot after its home");
     }
@@ -226,7 +225,7 @@ class CacheIndex {
 
   struct Table {
     explicit Table(std::size_t capacity)
-        : mask(capacity - 1), slots(new std::atomic<std::uint64_t>[capacity]) {
+        : capacity(capacity), slots(new std::atomic<std::uint64_t>[capacity]) {
       for (std::size_t i = 0; i < capacity; ++i) {
         slots[i].store(kEmpty, std::memory_order_relaxed);
       }
@@ -237,15 +236,23 @@ class CacheIndex {
     void Store(std::size_t i, std::uint64_t w) {
       slots[i].store(w, std::memory_order_release);
     }
-    const std::size_t mask;
+    // A tag's home slot: its 32 bits scaled to the capacity, which need
+    // not be a power of two (so the table grows by half, and stays fuller).
+    std::size_t Home(std::uint32_t tag) const {
+      return static_cast<std::size_t>((std::uint64_t{tag} * capacity) >> 32);
+    }
+    std::size_t Next(std::size_t i) const {
+      return i + 1 == capacity ? 0 : i + 1;
+    }
+    const std::size_t capacity;
     const std::unique_ptr<std::atomic<std::uint64_t>[]> slots;
   };
   static constexpr std::size_t kMinCapacity = 16;
 
   static void Place(Table& t, std::uint64_t w) {
-    std::size_t i = TagOf(w) & t.mask;
+    std::size_t i = t.Home(TagOf(w));
     while (NodeOf(t.Load(i, std::memory_order_relaxed)) != kCacheNil) {
-      i = (i + 1) & t.mask;
+      i = t.Next(i);
     }
     t.Store(i, w);
   }
@@ -253,7 +260,7 @@ class CacheIndex {
   void Resize(std::size_t capacity) {
     auto bigger = std::make_unique<Table>(capacity);
     if (table_ != nullptr) {
-      for (std::size_t i = 0; i <= table_->mask; ++i) {
+      for (std::size_t i = 0; i < table_->capacity; ++i) {
         const std::uint64_t w = table_->Load(i, std::memory_order_relaxed);
         if (NodeOf(w) != kCacheNil) Place(*bigger, w);
       }
