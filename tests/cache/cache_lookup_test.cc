@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +38,51 @@ TEST(CacheLookup, StringViewFindsWhatTheStringFinds) {
   const CacheStats st = (*cache)->stats();
   EXPECT_EQ(st.hits, 1001u);
   EXPECT_EQ(st.misses, 3u);
+}
+
+// A node keeps a string key of up to 39 bytes in place and a longer one on
+// the heap: each length round-trips through Set, Get (by string and by
+// view), replacement and Delete, and the listener gets the key back whole.
+TEST(CacheLookup, StringKeysOfEveryLengthRoundTrip) {
+  std::vector<std::pair<std::string, RemovalCause>> removed;
+  auto cache = Cache<std::string, int>::Create(
+      {}, [&](std::string key, int, RemovalCause cause) {
+        removed.emplace_back(std::move(key), cause);
+      });
+  ASSERT_TRUE(cache.ok());
+  const std::vector<std::size_t> lengths = {0, 1, 15, 16, 38, 39, 40, 41, 200};
+  std::vector<std::string> keys;
+  for (std::size_t len : lengths) {
+    std::string key(len, 'k');
+    for (std::size_t i = 0; i < len; ++i)
+      key[i] = static_cast<char>('a' + i % 26);
+    keys.push_back(key);
+    ASSERT_TRUE((*cache)->Set(key, static_cast<int>(len)).ok());
+  }
+  for (const std::string& key : keys) {
+    EXPECT_EQ((*cache)->Get(key), static_cast<int>(key.size())) << key.size();
+    EXPECT_EQ((*cache)->Get(std::string_view(key)),
+              static_cast<int>(key.size()));
+    // One byte shorter or longer is another key.
+    EXPECT_EQ((*cache)->Get(key + "#"), std::nullopt) << key.size();
+    if (!key.empty()) {
+      EXPECT_EQ((*cache)->Get(std::string_view(key).substr(1)),
+                key.size() == 1 ? std::optional<int>(0) : std::nullopt)
+          << key.size();
+    }
+  }
+  for (const std::string& key : keys) {
+    ASSERT_TRUE((*cache)->Set(key, -1).ok());  // replaced
+    EXPECT_TRUE((*cache)->Delete(key));
+  }
+  ASSERT_EQ(removed.size(), 2 * keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    EXPECT_EQ(removed[2 * k].first, keys[k]);
+    EXPECT_EQ(removed[2 * k].second, RemovalCause::kReplaced);
+    EXPECT_EQ(removed[2 * k + 1].first, keys[k]);
+    EXPECT_EQ(removed[2 * k + 1].second, RemovalCause::kExplicit);
+  }
+  EXPECT_EQ((*cache)->size(), 0u);
 }
 
 // A Hash and Eq that take only views: the cache must hash and compare a

@@ -54,6 +54,7 @@
 #include "timingwheel/internal/cache/gate.h"
 #include "timingwheel/internal/cache/pool.h"
 #include "timingwheel/internal/cache/shard.h"
+#include "timingwheel/internal/cache/stored_key.h"
 #include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
@@ -141,10 +142,7 @@ class CacheImpl {
   // (cache.h): a string-view-like Q for std::string keys under the default
   // Hash and Eq (HashOf then hashes every key as a std::string_view), or
   // any Q when Hash and Eq are both transparent.
-  static constexpr bool kDefaultStringKey =
-      std::is_same_v<K, std::string> &&
-      std::is_same_v<Hash, absl::Hash<std::string>> &&
-      std::is_same_v<Eq, std::equal_to<std::string>>;
+  static constexpr bool kDefaultStringKey = kCacheStringKey<K, Hash, Eq>;
   static constexpr bool kTransparent = requires {
     typename Hash::is_transparent;
     typename Eq::is_transparent;
@@ -363,7 +361,10 @@ class CacheImpl {
       Shard& s = *sp;
       MutexLock lock(s.mu);
       TW_RETURN_IF_ERROR(
-          s.CheckInvariants([this](const K& key) { return HashOf(key); }, eq_));
+          s.CheckInvariants([this](const StoredKey& k) { return HashOf(k); },
+                            [this](const StoredKey& a, const StoredKey& b) {
+                              return KeyIs(a, b);
+                            }));
     }
     return absl::OkStatus();
   }
@@ -371,8 +372,9 @@ class CacheImpl {
   // Wheel key: an expiry bucket (tick, shard); wheel value: the shard.
   using BucketKey = std::pair<std::int64_t, std::uint32_t>;
   using Wheel = TimingWheel<BucketKey, std::uint32_t>;
-  using Node = CacheNode<K, V>;
   using Shard = CacheShard<K, V, Hash, Eq>;
+  using StoredKey = typename Shard::StoredKey;
+  using Node = CacheNode<StoredKey, V>;
   using Removals = std::vector<std::tuple<K, V, RemovalCause>>;
 
   // A key's hash, split: which shard, and the 32 bits its index keeps (and
@@ -478,10 +480,11 @@ class CacheImpl {
     if (it != s.flights.end()) it->second->superseded = true;
   }
 
-  // Whether stored key `stored` is `key` (a K, or a lookup key).
+  // Whether stored key `stored` is `key` (a K, a stored key or a lookup
+  // key).
   template <typename Q>
-  bool KeyIs(const K& stored, const Q& key) const {
-    if constexpr (!std::is_same_v<Q, K> && kDefaultStringKey) {
+  bool KeyIs(const StoredKey& stored, const Q& key) const {
+    if constexpr (kDefaultStringKey) {
       return std::string_view(stored) == std::string_view(key);
     } else {
       return eq_(stored, key);
@@ -790,7 +793,7 @@ class CacheImpl {
   void Collect(Shard& s, std::uint32_t i, RemovalCause cause,
                Removals& removals) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     const auto& n = s.pool.at(i);
-    if (listener_) removals.emplace_back(n.key(), n.value(), cause);
+    if (listener_) removals.emplace_back(K(n.key()), n.value(), cause);
     s.pool.Retire(i);
     // Read after the unlink: a Get that can still reach i announced this
     // epoch or an earlier one.

@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/node.h"
+#include "timingwheel/internal/cache/stored_key.h"
 
 namespace timingwheel {
 namespace internal {
@@ -54,7 +55,7 @@ class CachePool {
       : extras_(extras),
         stride_(RoundUp(RoundUp(sizeof(Node), alignof(Extra)) +
                             (extras ? sizeof(Extra) : 0),
-                        kAlign)) {}
+                        std::max(alignof(Node), alignof(Extra)))) {}
   CachePool(const CachePool&) = delete;
   CachePool& operator=(const CachePool&) = delete;
   ~CachePool() { DestroyAll(); }
@@ -89,12 +90,19 @@ class CachePool {
   // The extra part of a node SharedAt returned; only when has_extras().
   static Extra& SharedExtra(Node& n) { return *ExtraOf(&n); }
 
-  // An entry node holding key and value (deadline 0, ttl 0, unlinked).
+  // An entry node holding the key (a K made from `key`) and the value
+  // (deadline 0, ttl 0, unlinked).
   // Throws std::bad_alloc when memory runs out (nothing changed then).
-  std::uint32_t Allocate(K key, V value) {
+  template <typename KeyArg>
+  std::uint32_t Allocate(KeyArg&& key, V value) {
     const std::uint32_t i = Take();
     Node& n = at(i);
-    ::new (static_cast<void*>(n.key_storage)) K(std::move(key));
+    if constexpr (std::is_same_v<K, CacheInlineString>) {
+      ::new (static_cast<void*>(n.key_storage))
+          K(std::string_view(std::forward<KeyArg>(key)));
+    } else {
+      ::new (static_cast<void*>(n.key_storage)) K(std::forward<KeyArg>(key));
+    }
     ::new (static_cast<void*>(n.value_storage)) V(std::move(value));
     n.set_deadline(0);
     return i;
@@ -217,9 +225,10 @@ class CachePool {
   // extras) an Extra, constructed when the chunk is made. Both are trivially
   // destructible (key and value are destroyed by hand), so the chunk is
   // only freed.
-  static constexpr std::size_t kAlign = alignof(Node) > alignof(Extra)
-                                            ? alignof(Node)
-                                            : alignof(Extra);
+  // Chunks start on a cache line: a 32- or 64-byte node never straddles
+  // two.
+  static constexpr std::size_t kAlign =
+      std::max<std::size_t>({64, alignof(Node), alignof(Extra)});
   struct ChunkDelete {
     void operator()(std::byte* p) const {
       ::operator delete (p, std::align_val_t{kAlign});

@@ -21,6 +21,7 @@
 #include "timingwheel/internal/cache/policy.h"
 #include "timingwheel/internal/cache/pool.h"
 #include "timingwheel/internal/cache/read_buffer.h"
+#include "timingwheel/internal/cache/stored_key.h"
 
 namespace timingwheel {
 namespace internal {
@@ -33,7 +34,9 @@ namespace internal {
 // Aligned to a cache line so shards do not share one.
 template <typename K, typename V, typename Hash, typename Eq>
 struct alignas(64) CacheShard {
-  using Pool = CachePool<K, V>;
+  // What the nodes hold as the key (stored_key.h).
+  using StoredKey = CacheStoredKey<K, Hash, Eq>;
+  using Pool = CachePool<StoredKey, V>;
 
   // Shard number `shard_id`, for at most `max_entries` entries (0 =
   // unbounded), with sliding expiry or not: its nodes keep a time to live
@@ -56,10 +59,11 @@ struct alignas(64) CacheShard {
   // bucket), and an entry is in one bucket's list at most, its links reset
   // when in none; unbounded, no entry is in a policy list; last_hit is an
   // entry or none; the retired nodes are exactly those waiting in
-  // retired_nodes, each once. O(nodes + index slots); for tests and
-  // checking builds.
-  template <typename HashOf>
-  absl::Status CheckInvariants(const HashOf& hash_of, const Eq& eq) const
+  // retired_nodes, each once. `hash_of` hashes a stored key; `same_key`
+  // compares two. O(nodes + index slots); for tests and checking builds.
+  template <typename HashOf, typename SameKey>
+  absl::Status CheckInvariants(const HashOf& hash_of,
+                               const SameKey& same_key) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     TW_RETURN_IF_ERROR(pool.CheckInvariants());
     TW_RETURN_IF_ERROR(index.CheckInvariants());
@@ -77,7 +81,7 @@ struct alignas(64) CacheShard {
       const std::uint32_t found = index.Find(h.tag, [&](std::uint32_t j) {
         mu.AssumeHeld();  // called by Find, under the lock
         return j < extent && pool.at(j).is_entry() &&
-               eq(pool.at(j).key(), n.key());
+               same_key(pool.at(j).key(), n.key());
       });
       TW_INVARIANT(found == i, "CacheShard ", id, ": a lookup of the key of ",
                    "node ", i, " finds ", found);
@@ -154,7 +158,7 @@ struct alignas(64) CacheShard {
   Mutex mu;
   Pool pool ABSL_GUARDED_BY(mu);
   CacheIndex index ABSL_GUARDED_BY(mu);
-  CachePolicy<K, V> policy ABSL_GUARDED_BY(mu);
+  CachePolicy<StoredKey, V> policy ABSL_GUARDED_BY(mu);
   const std::uint32_t id;      // this shard's number
   const std::size_t capacity;  // 0 = unbounded (the policy is not used)
   // The shard's most recently hit node.
