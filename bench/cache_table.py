@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Prints a Markdown table of the cache workloads C1-C5 (docs/peers.md):
 timingwheel::Cache vs Caffeine vs Guava, each cell the median of the runs in
-the file with [min-max] and the number of runs, the targets of peers.md and
-whether ours meets them.
+the files with [min-max] and the number of runs, the targets and whether
+ours meets them. C1 and C2 get a row per thread count found; C1-str and
+C3-str (36-character string keys) and the floors (cache_workloads
+--only=floor) get theirs when present.
 
-  bench/cache_table.py bench/results/<date>-cache.jsonl
+  bench/cache_table.py bench/results/<date>-cache.jsonl [more.jsonl ...]
 
 The file is what bench/cache_run.sh writes: JSON lines of
 bench/cache_workloads (impl "timingwheel") and bench/java/CacheBench.java
@@ -40,10 +42,11 @@ def load(path):
     return rows
 
 
-def values(rows, workload, impl, field):
+def values(rows, workload, impl, field, threads=None):
     out = []
     for r in rows:
-        if r.get("workload") == workload and r.get("impl") == impl:
+        if (r.get("workload") == workload and r.get("impl") == impl and
+                (threads is None or r.get("threads") == threads)):
             v = r.get(field)
             if isinstance(v, (int, float)):
                 out.append(float(v))
@@ -80,11 +83,11 @@ def cell(vs, scale=1.0, unit="", digits=3):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("results")
+    ap.add_argument("results", nargs="+")
     args = ap.parse_args()
-    rows = load(args.results)
+    rows = [r for path in args.results for r in load(path)]
     if not rows:
-        print("no results in %s" % args.results)
+        print("no results in %s" % " ".join(args.results))
         return 1
 
     dates = sorted(r["date"] for r in rows if "date" in r)
@@ -99,14 +102,15 @@ def main():
     print("Cache workloads: `%s` (%s to %s; commit %s; %s cores, %s; load1 "
           "%s-%s; Caffeine %s, Guava %s). Each cell: **median** [min-max] "
           "(runs), runs interleaved ours / Caffeine / Guava.\n" % (
-              os.path.basename(args.results), dates[0] if dates else "?",
+              "`, `".join(os.path.basename(p) for p in args.results),
+              dates[0] if dates else "?",
               dates[-1] if dates else "?", ", ".join(commits),
               machine.get("cores", "?"), machine.get("cpu", "?"),
               loads[0] if loads else "?", loads[-1] if loads else "?",
               versions.get("caffeine", "?"), versions.get("guava", "?")))
 
-    def v(w, impl, field):
-        return values(rows, w, impl, field)
+    def v(w, impl, field, threads=None):
+        return values(rows, w, impl, field, threads)
 
     lines = []
 
@@ -116,8 +120,8 @@ def main():
         return ", ".join("{:,}".format(x) for x in sorted(ns)) or "?"
 
     def row(label, w, field, target, scale=1.0, unit="", digits=3,
-            met=None):
-        cells = [cell(v(w, impl, field), scale, unit, digits)
+            met=None, threads=None):
+        cells = [cell(v(w, impl, field, threads), scale, unit, digits)
                  for impl, _ in IMPLS]
         lines.append("| %s | %s | %s | %s |" % (
             label, " | ".join(cells), target, met if met is not None else ""))
@@ -127,26 +131,65 @@ def main():
             return "n/a"
         return "yes" if ok else "**no**"
 
-    ours_c1, caf_c1 = med(v("C1", "timingwheel", "ops_per_s")), med(
-        v("C1", "caffeine", "ops_per_s"))
-    row("C1 read-mostly, 2 threads (M ops/s)", "C1", "ops_per_s",
-        ">= Caffeine, same run", scale=1e-6, digits=2,
-        met=verdict(None if ours_c1 is None or caf_c1 is None
-                    else ours_c1 >= caf_c1))
-    row("C1 CPU per op, calling threads (ns)", "C1", "thread_cpu_ns_per_op",
-        "", digits=0)
-    row("C1 CPU per op, whole process (ns)", "C1", "process_cpu_ns_per_op",
-        "", digits=0)
-    ours_c2, caf_c2 = med(v("C2", "timingwheel", "ops_per_s")), med(
-        v("C2", "caffeine", "ops_per_s"))
-    row("C2 sliding, 2 threads (M ops/s)", "C2", "ops_per_s",
-        ">= Caffeine, same run", scale=1e-6, digits=2,
-        met=verdict(None if ours_c2 is None or caf_c2 is None
-                    else ours_c2 >= caf_c2))
-    row("C2 CPU per op, calling threads (ns)", "C2", "thread_cpu_ns_per_op",
-        "", digits=0)
-    row("C2 CPU per op, whole process (ns)", "C2", "process_cpu_ns_per_op",
-        "", digits=0)
+    def thread_counts(w):
+        return sorted({r.get("threads") for r in rows
+                       if r.get("workload") == w and r.get("threads")})
+
+    def ops(w, impl, threads):
+        return med(v(w, impl, "ops_per_s", threads))
+
+    # Issue 30's targets: two threads >= 2x Caffeine's, >= 1.8x one thread's;
+    # one thread <= 120 ns of CPU an op.
+    for w, label in (("C1", "C1 read-mostly"), ("C2", "C2 sliding")):
+        counts = thread_counts(w)
+        for t in counts:
+            ours, caf = ops(w, "timingwheel", t), ops(w, "caffeine", t)
+            target, met = "", ""
+            if t == 2:
+                target = ">= 2x Caffeine, same run"
+                met = verdict(None if ours is None or caf is None
+                              else ours >= 2 * caf)
+                one = ops(w, "timingwheel", 1)
+                if one is not None and ours is not None:
+                    target += "; >= 1.8x one thread"
+                    met += "; %.2fx: %s" % (ours / one,
+                                            verdict(ours >= 1.8 * one))
+            row("%s, %d thread%s (M ops/s)" % (label, t, "s" if t > 1 else ""),
+                w, "ops_per_s", target, scale=1e-6, digits=2, met=met,
+                threads=t)
+            cpu = med(v(w, "timingwheel", "thread_cpu_ns_per_op", t))
+            row("%s CPU per op, %d thread%s, calling threads (ns)" %
+                (w, t, "s" if t > 1 else ""), w, "thread_cpu_ns_per_op",
+                "<= 120 ns" if t == 1 else "", digits=0, threads=t,
+                met=verdict(None if cpu is None else cpu <= 120)
+                if t == 1 else "")
+        if 2 in counts:
+            row("%s CPU per op, 2 threads, whole process (ns)" % w, w,
+                "process_cpu_ns_per_op", "", digits=0, threads=2)
+        floor = med(v(w + "-floor-clock", "absl::flat_hash_map + node array",
+                      "thread_cpu_ns_per_op"))
+        if floor is not None:
+            row("%s floor: index probe + entry read + clock read, 1 thread "
+                "(ns)" % w, w + "-floor-clock", "thread_cpu_ns_per_op", "",
+                digits=0)
+            row("%s floor without the clock read, 1 thread (ns)" % w,
+                w + "-floor", "thread_cpu_ns_per_op", "", digits=0)
+    for t in thread_counts("C1-str"):
+        ours, caf = ops("C1-str", "timingwheel", t), ops("C1-str", "caffeine",
+                                                         t)
+        c1 = ops("C1", "timingwheel", t)
+        met = ""
+        if ours is not None and caf is not None:
+            met = "%.2fx Caffeine: %s" % (ours / caf, verdict(ours >= 1.5 * caf))
+        if ours is not None and c1 is not None:
+            met += "; %.2f of C1: %s" % (ours / c1, verdict(ours >= c1 / 2))
+        row("C1-str, 36-char string keys, %d thread%s (M ops/s)" %
+            (t, "s" if t > 1 else ""), "C1-str", "ops_per_s",
+            ">= 1.5x Caffeine, >= 1/2 of C1" if t == 2 else "", scale=1e-6,
+            digits=2, met=met if t == 2 else "", threads=t)
+        row("C1-str CPU per op, %d thread%s, calling threads (ns)" %
+            (t, "s" if t > 1 else ""), "C1-str", "thread_cpu_ns_per_op", "",
+            digits=0, threads=t)
     ours_c3, caf_c3 = med(v("C3", "timingwheel", "rss_bytes_per_entry")), med(
         v("C3", "caffeine", "rss_bytes_per_entry"))
     c3_met = "n/a"
@@ -154,11 +197,22 @@ def main():
         c3_met = "vs this run's Caffeine / 3 (%s B): %s; vs 70 B: %s" % (
             num(caf_c3 / 3, 1), verdict(ours_c3 <= caf_c3 / 3),
             verdict(ours_c3 <= 70))
+        c3_met += "; vs 48 B: %s" % verdict(ours_c3 <= 48)
     row("C3 RSS per entry at %s entries (B)" % n_of("C3"), "C3",
-        "rss_bytes_per_entry", "<= 1/3 of Caffeine's (~70 B)", digits=1,
-        met=c3_met)
+        "rss_bytes_per_entry", "<= 1/3 of Caffeine's (~70 B); <= 48 B",
+        digits=1, met=c3_met)
     row("C3 live heap per entry, Java (B)", "C3", "live_heap_bytes_per_entry",
         "", digits=1)
+    if v("C3-str", "timingwheel", "rss_bytes_per_entry"):
+        row("C3-str RSS per entry, 36-char string keys, key included (B)",
+            "C3-str", "rss_bytes_per_entry", "", digits=1)
+        besides = med(v("C3-str", "timingwheel",
+                        "rss_bytes_per_entry_besides_key"))
+        row("C3-str the same less one 48 B heap block a key (B)", "C3-str",
+            "rss_bytes_per_entry_besides_key", "<= 64 B", digits=1,
+            met=verdict(None if besides is None else besides <= 64))
+        row("C3-str live heap per entry besides the key, Java (B)", "C3-str",
+            "live_heap_bytes_per_entry_besides_key", "", digits=1)
     never = med(v("C4", "timingwheel", "never_notified"))
     p99 = med(v("C4", "timingwheel", "late_ms_p99"))
     row("C4 expired notified within 4 s idle (of %s)" % n_of("C4"), "C4",
@@ -181,7 +235,7 @@ def main():
         scale=1e-6, digits=2)
 
     print("| workload | " + " | ".join(n for _, n in IMPLS) +
-          " | target (peers.md) | ours meets it |")
+          " | target (peers.md; issue 30) | ours meets it |")
     print("| --- | " + " | ".join("---" for _ in IMPLS) + " | --- | --- |")
     for line in lines:
         print(line)
@@ -189,9 +243,11 @@ def main():
     notes = []
     # The runs interleave, so the k-th line of a workload for ours and the
     # k-th for Caffeine ran back to back: compare them pairwise.
-    for w, label in (("C1", "C1"), ("C2", "C2"), ("C5", "C5 replay rate")):
-        ours_r = v(w, "timingwheel", "ops_per_s")
-        caf_r = v(w, "caffeine", "ops_per_s")
+    for w, label, t in (("C1", "C1, 2 threads", 2), ("C2", "C2, 2 threads", 2),
+                        ("C1-str", "C1-str, 2 threads", 2),
+                        ("C5", "C5 replay rate", None)):
+        ours_r = v(w, "timingwheel", "ops_per_s", t)
+        caf_r = v(w, "caffeine", "ops_per_s", t)
         pairs = list(zip(ours_r, caf_r))
         if pairs:
             ratios = sorted(o / c for o, c in pairs if c)

@@ -12,6 +12,6 @@
 int main() {
   timingwheel::internal::CacheShard<int, int, absl::Hash<int>,
                                     std::equal_to<int>>
-      shard({}, {}, /*shard_id=*/0, /*max_entries=*/0);
+      shard({}, {}, /*shard_id=*/0, /*max_entries=*/0, /*sliding=*/false);
   return static_cast<int>(shard.index.size());  // without shard.mu
 }

@@ -159,7 +159,7 @@ class CacheImpl {
   std::optional<V> Get(const Q& key) {
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
-    if (std::optional<std::optional<V>> v = GetShared(s, key, h)) {
+    if (std::optional<std::optional<V>> v = GetShared(s, key, h, true)) {
       return *std::move(v);
     }
     MutexLock lock(s.mu);
@@ -217,8 +217,7 @@ class CacheImpl {
     if (!load) return absl::InvalidArgumentError("load is empty");
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
-    if (std::optional<std::optional<V>> v = GetShared(s, key, h);
-        v.has_value() && v->has_value()) {
+    if (std::optional<std::optional<V>> v = GetShared(s, key, h, false)) {
       return **std::move(v);
     }
     std::shared_ptr<CacheFlight<V>> flight;
@@ -541,26 +540,41 @@ class CacheImpl {
     }
   }
 
-  // The lock-free Get: a hit's value; nullopt inside for an entry present
-  // but expired (a miss); nullopt outside when the caller must look again
-  // under the lock: the key was not found (a writer may have been moving it
-  // in the index), or was found removed, or this thread has no reader slot.
+  // The lock-free Get: a hit's value; with `misses`, nullopt inside for a
+  // miss (the key absent, or present but expired), counted; nullopt
+  // outside when the caller must look again under the lock: the index
+  // could not tell (an erase was shifting slots), the key was found
+  // removed, this thread has no reader slot, or (without `misses`) a miss.
+  //
+  // Outside the analysis of -Wthread-safety on purpose: it reads the index
+  // and pool without the lock, through the calls made for it (FindShared,
+  // SharedAt), which the epochs keep safe.
   template <typename Q>
   std::optional<std::optional<V>> GetShared(Shard& s, const Q& key,
-                                            const Hashed& h) {
+                                            const Hashed& h, bool misses)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     std::optional<std::optional<V>> out;
     std::uint32_t hit = kCacheNil;
     int reader = 0;
     {
       CacheReadSection read(epochs_);
       if (!read.active()) return out;
-      const std::uint32_t i = s.index.FindShared(h.tag, [&](std::uint32_t j) {
-        return KeyIs(s.pool.SharedAt(j).key(), key);
-      });
-      if (i == kCacheNil) return out;
+      bool absent;
+      const std::uint32_t i = s.index.FindShared(
+          h.tag,
+          [&](std::uint32_t j) { return KeyIs(SharedNode(s, j).key(), key); },
+          absent);
+      if (i == kCacheNil) {
+        if (!absent || !misses) return out;
+        read.slot().Count(read.slot().misses);
+        out.emplace();
+        return out;
+      }
       Node& n = s.pool.SharedAt(i);
       if (!Slide(n, NowNs())) {
-        if (n.deadline.load(std::memory_order_relaxed) < 0) return out;
+        if (n.deadline.load(std::memory_order_relaxed) < 0 || !misses) {
+          return out;
+        }
         read.slot().Count(read.slot().misses);
         out.emplace();  // expired, not yet removed
         return out;
@@ -576,6 +590,12 @@ class CacheImpl {
       s.mu.Unlock();
     }
     return out;
+  }
+
+  // Node j of shard s, for a Get in its read section (Pool::SharedAt).
+  static const Node& SharedNode(const Shard& s, std::uint32_t j)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return s.pool.SharedAt(j);
   }
 
   // Applies the hits Gets recorded to the policy. A record may name a node

@@ -65,22 +65,33 @@ class CacheIndex {
     }
   }
 
-  // Find without the lock, while writers change the table. It may miss a
-  // node that a concurrent Erase is shifting or a resize is moving (the
-  // caller then asks again under the lock); a node it returns held the key
-  // at the moment its slot was read.
+  // Find without the lock, while writers change the table. A node it
+  // returns held the key at the moment its slot was read. kCacheNil with
+  // `absent` true: the key was in no slot while it looked. kCacheNil with
+  // `absent` false: it cannot tell (an Erase was shifting the key's run,
+  // which can carry a key past the probe), and the caller asks again under
+  // the lock. A resize cannot hide a key: the table it probes is the whole
+  // index as it was when published, and changes after that are
+  // concurrent with the call.
   template <typename IsKey>
-  std::uint32_t FindShared(std::uint32_t tag, const IsKey& is_key) const {
+  std::uint32_t FindShared(std::uint32_t tag, const IsKey& is_key,
+                           bool& absent) const {
+    absent = false;
+    const std::uint32_t shifts = shifts_.load(std::memory_order_acquire);
     const Table* t = published_.load(std::memory_order_acquire);
-    if (t == nullptr) return kCacheNil;
     // At most one lap: slots read at different moments may show no empty
     // one.
-    for (std::size_t i = t->Home(tag), k = 0; k < t->capacity;
-         i = t->Next(i), ++k) {
+    for (std::size_t i = t == nullptr ? 0 : t->Home(tag), k = 0;
+         t != nullptr && k < t->capacity; i = t->Next(i), ++k) {
       const std::uint64_t w = t->Load(i, std::memory_order_acquire);
-      if (NodeOf(w) == kCacheNil) return kCacheNil;
+      if (NodeOf(w) == kCacheNil) break;
       if (TagOf(w) == tag && is_key(NodeOf(w))) return NodeOf(w);
+      if (k + 1 == t->capacity) return kCacheNil;  // a lap: cannot tell
     }
+    // A sequence lock's read side: no Erase began or ended meanwhile.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    absent =
+        (shifts & 1) == 0 && shifts_.load(std::memory_order_relaxed) == shifts;
     return kCacheNil;
   }
 
@@ -116,7 +127,11 @@ class CacheIndex {
       i = t.Next(i);
     }
     // Shift later members of the cluster back into the hole, unless their
-    // home lies cyclically in (hole, j].
+    // home lies cyclically in (hole, j]; odd shifts_ meanwhile tells
+    // FindShared that a miss may be a key carried past its probe.
+    const std::uint32_t shifts = shifts_.load(std::memory_order_relaxed);
+    shifts_.store(shifts + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
     for (std::size_t j = t.Next(i);; j = t.Next(j)) {
       const std::uint64_t w = t.Load(j, std::memory_order_relaxed);
       if (NodeOf(w) == kCacheNil) break;
@@ -129,6 +144,7 @@ class CacheIndex {
       }
     }
     t.Store(i, kEmpty);
+    shifts_.store(shifts + 2, std::memory_order_release);
     --size_;
     if (capacity() > kMinCapacity && size_ * 8 < capacity()) {
       Resize(std::max(kMinCapacity, size_ * 2));
@@ -278,6 +294,8 @@ class CacheIndex {
 
   std::unique_ptr<Table> table_;                  // the writers'
   std::atomic<const Table*> published_{nullptr};  // the Gets'
+  // Erases begun and ended: odd while one shifts slots (FindShared).
+  std::atomic<std::uint32_t> shifts_{0};
   std::vector<std::unique_ptr<Table>> retired_;
   std::size_t size_ = 0;
 };

@@ -100,7 +100,8 @@ struct alignas(64) CacheShard {
     TW_INVARIANT(sentinels == buckets.size(), "CacheShard ", id, ": ",
                  sentinels, " sentinels for ", buckets.size(), " buckets");
     std::vector<bool> waiting(extent);
-    for (const auto& [epoch, i] : retired_nodes) {
+    for (const auto& retired_node : retired_nodes) {
+      const std::uint32_t i = retired_node.second;
       TW_INVARIANT(i < extent &&
                        pool.at(i).deadline_now() == Pool::Node::kRetired &&
                        !waiting[i],
