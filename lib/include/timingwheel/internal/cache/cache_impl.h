@@ -428,7 +428,7 @@ class CacheImpl {
     if constexpr (kDefaultStringKey) {
       // Both a std::string and a lookup key are hashed as the
       // std::string_view they are: absl::Hash<std::string> differs.
-      raw = absl::Hash<std::string_view>{}(std::string_view(key));
+      raw = absl::Hash<std::string_view>{}(AsView(key));
     } else {
       raw = static_cast<std::uint64_t>(hash_(key));
     }
@@ -479,12 +479,31 @@ class CacheImpl {
     if (it != s.flights.end()) it->second->superseded = true;
   }
 
+  // A string key, stored or given, as the view it is hashed and compared
+  // as (kDefaultStringKey only).
+  static std::string_view AsView(const CacheInlineString& key) {
+    return key.view();
+  }
+  template <typename Q>
+  static std::string_view AsView(const Q& key) {
+    return std::string_view(key);
+  }
+
+  // A stored key as a K, for the listener.
+  static K CopyKey(const StoredKey& key) {
+    if constexpr (kDefaultStringKey) {
+      return key.ToString();
+    } else {
+      return key;
+    }
+  }
+
   // Whether stored key `stored` is `key` (a K, a stored key or a lookup
   // key).
   template <typename Q>
   bool KeyIs(const StoredKey& stored, const Q& key) const {
     if constexpr (kDefaultStringKey) {
-      return std::string_view(stored) == std::string_view(key);
+      return AsView(stored) == AsView(key);
     } else {
       return eq_(stored, key);
     }
@@ -813,7 +832,7 @@ class CacheImpl {
   void Collect(Shard& s, std::uint32_t i, RemovalCause cause,
                Removals& removals) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     const auto& n = s.pool.at(i);
-    if (listener_) removals.emplace_back(K(n.key()), n.value(), cause);
+    if (listener_) removals.emplace_back(CopyKey(n.key()), n.value(), cause);
     s.pool.Retire(i);
     // Read after the unlink: a Get that can still reach i announced this
     // epoch or an earlier one.

@@ -2,17 +2,19 @@
 // keys under the default Hash and Eq, as a CacheInlineString, which keeps
 // a key of up to 39 bytes in the node, so that a lookup compares it on the
 // line it reads for the deadline and value instead of following a pointer.
+// (The wheel's KeyStore, base/stored_key.h, does the same for its entries;
+// the cache also needs the default Hash, since it hashes stored keys and
+// lookup views alike as std::string_views.)
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_STORED_KEY_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_STORED_KEY_H_
 
-#include <cstddef>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
 
 #include "absl/hash/hash.h"
+#include "timingwheel/internal/base/inline_string.h"
 
 namespace timingwheel {
 namespace internal {
@@ -21,60 +23,15 @@ namespace internal {
 // and compare as std::string_views (and so store as CacheInlineString,
 // and look up by view).
 template <typename K, typename Hash, typename Eq>
-inline constexpr bool kCacheStringKey = std::is_same_v<K, std::string>&&
-    std::is_same_v<Hash, absl::Hash<std::string>>&&
-        std::is_same_v<Eq, std::equal_to<std::string>>;
+inline constexpr bool kCacheStringKey =
+    (std::is_same_v<K, std::string> &&
+     std::is_same_v<Hash, absl::Hash<std::string>> &&
+     std::is_same_v<Eq, std::equal_to<std::string>>);
 
-// A string key as a node holds it: 40 bytes, the bytes in place up to
-// kInline of them, else a pointer to a heap copy and its size. Never
-// copied or moved: it lives and dies in its node.
-class CacheInlineString {
- public:
-  static constexpr std::size_t kInline = 39;
-
-  explicit CacheInlineString(std::string_view s) {
-    if (s.size() <= kInline) {
-      std::memcpy(bytes_, s.data(), s.size());
-      bytes_[kInline] = static_cast<char>(s.size());
-      return;
-    }
-    char* heap = new char[s.size()];
-    std::memcpy(heap, s.data(), s.size());
-    const std::size_t size = s.size();
-    std::memcpy(bytes_, &heap, sizeof heap);
-    std::memcpy(bytes_ + sizeof heap, &size, sizeof size);
-    bytes_[kInline] = static_cast<char>(kOnHeap);
-  }
-  ~CacheInlineString() {
-    if (on_heap()) delete[] Heap();
-  }
-  CacheInlineString(const CacheInlineString&) = delete;
-  CacheInlineString& operator=(const CacheInlineString&) = delete;
-
-  std::string_view view() const {
-    if (!on_heap()) {
-      return std::string_view(bytes_,
-                              static_cast<unsigned char>(bytes_[kInline]));
-    }
-    std::size_t size;
-    std::memcpy(&size, bytes_ + sizeof(char*), sizeof size);
-    return std::string_view(Heap(), size);
-  }
-  operator std::string_view() const { return view(); }
-
- private:
-  static constexpr unsigned char kOnHeap = 0xFF;
-  bool on_heap() const {
-    return static_cast<unsigned char>(bytes_[kInline]) == kOnHeap;
-  }
-  char* Heap() const {
-    char* heap;
-    std::memcpy(&heap, bytes_, sizeof heap);
-    return heap;
-  }
-
-  alignas(8) char bytes_[kInline + 1];
-};
+// A string key as a node holds it: 40 bytes, 4-aligned, the bytes in place
+// up to 39 of them (base/inline_string.h), so that with an 8-byte value the
+// node is 64 bytes, one cache line.
+using CacheInlineString = BasicInlineString<39>;
 static_assert(sizeof(CacheInlineString) == 40);
 
 // The type a node of a cache keyed by K under Hash and Eq stores.
