@@ -45,8 +45,9 @@ namespace timingwheel {
 // a copy: hold large values by std::shared_ptr).
 //
 // The entries live in up to 64 shards, each with its own std::mutex, table
-// and eviction policy; a call locks one shard (Clear and stats() visit them
-// all). Entries with a finite time to live are filed in per-shard buckets,
+// and eviction policy; a write locks one shard (Clear and stats() visit
+// them all), and Get locks none (see Get). Entries with a finite time to
+// live are filed in per-shard buckets,
 // one per wheel tick, and each bucket has one wheel timer: removing or
 // replacing an entry costs no wheel command, and no timer is ever removed.
 template <typename K, typename V, typename Hash = absl::Hash<K>,
@@ -96,8 +97,11 @@ class Cache : private internal::CacheImpl<K, V, Hash, Eq> {
 
   // The value of `key` if present and unexpired (a hit), else nullopt (a
   // miss). With sliding, a hit restarts the entry's time to live without a
-  // wheel command. Cost: one shard lock, one clock read, one table probe,
-  // an O(1) policy update when bounded, and a copy of the value.
+  // wheel command. Cost: no lock and no write to memory other threads
+  // write (but the deadline, on a sliding hit): one clock read, one table
+  // probe, a copy of the value, and when bounded a record of the hit for
+  // the eviction policy. A value removed while another thread's Get copies
+  // it is destroyed once that Get is done (docs/cache.md).
   std::optional<V> Get(const K& key) { return Impl::Get(key); }
 
   // Get, for a key in a form that Hash and Eq take without building a K
