@@ -48,7 +48,7 @@ class CachePool {
  public:
   using Node = CacheNode<K, V>;
   using Extra = CacheNodeExtra;
-  static constexpr std::uint32_t kChunkBits = 10;
+  static constexpr std::uint32_t kChunkBits = 8;
   static constexpr std::uint32_t kChunk = 1u << kChunkBits;
 
   explicit CachePool(bool extras)
