@@ -604,7 +604,7 @@ class CacheImpl {
       out.emplace(n.value());
       read.slot().Count(read.slot().hits);
       hit = i;
-      reader = ThisThreadReaderSlot();
+      reader = read.index();
     }
     if (s.reads != nullptr && s.reads->Record(reader, hit, h.tag) &&
         s.mu.TryLock()) {

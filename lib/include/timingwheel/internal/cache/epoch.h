@@ -135,6 +135,7 @@ class CacheReadSection {
   explicit CacheReadSection(CacheEpochs& epochs) {
     const int i = ThisThreadReaderSlot();
     if (i < 0) return;
+    index_ = i;
     slot_ = &epochs.slots_[i];
     if (slot_->epoch.load(std::memory_order_relaxed) != 0) {
       nested_ = true;
@@ -158,9 +159,12 @@ class CacheReadSection {
 
   bool active() const { return slot_ != nullptr; }
   CacheReaderSlot& slot() const { return *slot_; }
+  // The thread's reader slot number (ThisThreadReaderSlot), when active().
+  int index() const { return index_; }
 
  private:
   CacheReaderSlot* slot_ = nullptr;
+  int index_ = -1;
   bool nested_ = false;
 };
 

@@ -32,7 +32,6 @@
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/node.h"
-#include "timingwheel/internal/cache/stored_key.h"
 
 namespace timingwheel {
 namespace internal {
@@ -97,12 +96,7 @@ class CachePool {
   std::uint32_t Allocate(KeyArg&& key, V value) {
     const std::uint32_t i = Take();
     Node& n = at(i);
-    if constexpr (std::is_same_v<K, CacheInlineString>) {
-      ::new (static_cast<void*>(n.key_storage))
-          K(std::string_view(std::forward<KeyArg>(key)));
-    } else {
-      ::new (static_cast<void*>(n.key_storage)) K(std::forward<KeyArg>(key));
-    }
+    ::new (static_cast<void*>(n.key_storage)) K(std::forward<KeyArg>(key));
     ::new (static_cast<void*>(n.value_storage)) V(std::move(value));
     n.set_deadline(0);
     return i;
