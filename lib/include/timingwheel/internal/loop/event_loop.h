@@ -310,14 +310,15 @@ class EventLoop final : public TickSink {
           tick_callbacks_running_ ? wheel_.now() : time_.DueTick(wheel_.now());
       // What is queued now is taken this round; what is queued later came
       // after this look (Stats::loop_lag).
-      last_look_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
+      const std::int64_t look_ns = SteadyNowNs();
+      last_look_ns_.store(look_ns, std::memory_order_relaxed);
       // With max_lag, also once it has applied max_lag's worth at the
       // measured pace (ApplyQueued).
       const std::size_t queued = queue_.SizeApprox();
-      SignalBacklog(queued);
+      SignalBacklog(queued, look_ns);
       const std::size_t applied =
           ApplyQueued(std::max(kMinCommandsPerRound, queued));
-      if (applied != 0) SignalBacklog(queue_.SizeApprox());
+      if (applied != 0) SignalBacklog(queue_.SizeApprox(), SteadyNowNs());
       if (stop_requested_) {
         FinishStop();
         return;
@@ -481,7 +482,7 @@ class EventLoop final : public TickSink {
         // A long round tells callers as it goes: what they queue meanwhile
         // makes it longer still.
         if (batches % kBatchesPerSignal == 0) {
-          SignalBacklog(queue_.SizeApprox());
+          SignalBacklog(queue_.SizeApprox(), SteadyNowNs());
         }
       }
     }
@@ -609,7 +610,7 @@ class EventLoop final : public TickSink {
   // After the Stop command: the gate was closed before it was pushed, so
   // whatever is still queued was accepted and must be applied.
   void FinishStop() {
-    SignalBacklog(0);  // no caller waits for a loop that is gone
+    caller_share_.SetBehind(false);  // no caller waits for a loop that is gone
     while (ApplyQueued(kMinCommandsPerRound) != 0) {
     }
     // A Tick call still waiting returns after its callbacks (its (c)).
@@ -627,21 +628,33 @@ class EventLoop final : public TickSink {
   // queued and timers are due within kPaceHorizon, whose lateness the
   // backlog would add to (a flood of sets for later loses nothing by
   // waiting in the queue, and is not slowed). A slow execute callback
-  // paces no caller: callers sleeping would not speed it up.
-  void SignalBacklog(std::size_t queued) {
-    const std::int64_t until_due = NanosUntilWorkDue();
-    const bool due_soon =
-        until_due <= std::chrono::nanoseconds(kPaceHorizon).count();
-    const bool late =
-        until_due < -std::chrono::nanoseconds(kPaceLate).count();
-    caller_share_.SetBehind(late || (queued > kPaceCallersAbove && due_soon));
+  // paces no caller: callers sleeping would not speed it up. now_ns is a
+  // reading the caller has taken; the wheel is searched for its next work
+  // only when that work could be overdue, or the queue is long.
+  void SignalBacklog(std::size_t queued, std::int64_t now_ns) {
+    const std::int64_t late_ns = std::chrono::nanoseconds(kPaceLate).count();
+    const bool late = now_ns - late_ns > NanosOfNextTick() &&
+                      NanosUntilWorkDue(now_ns) < -late_ns;
+    caller_share_.SetBehind(
+        late || (queued > kPaceCallersAbove &&
+                 NanosUntilWorkDue(now_ns) <=
+                     std::chrono::nanoseconds(kPaceHorizon).count()));
   }
-  // How long until the wheel's next work is due (negative: overdue), or
-  // int64 max when it has none.
-  std::int64_t NanosUntilWorkDue() const {
+  // How long from now_ns until the wheel's next work is due (negative:
+  // overdue), or int64 max when it has none.
+  std::int64_t NanosUntilWorkDue(std::int64_t now_ns) const {
     const std::int64_t due = time_.SteadyNanosOfTick(wheel_.NextDueTick());
     if (due == std::numeric_limits<std::int64_t>::max()) return due;
-    return due - SteadyNowNs();
+    return due - now_ns;
+  }
+  // When tick now()+1 is due: no work is due before it. Kept per tick, as
+  // a round may ask twice and most rounds advance by a tick or less.
+  std::int64_t NanosOfNextTick() {
+    if (wheel_.now() != next_tick_of_) {
+      next_tick_of_ = wheel_.now();
+      next_tick_ns_ = time_.SteadyNanosOfTick(next_tick_of_ + 1);
+    }
+    return next_tick_ns_;
   }
   static std::int64_t SteadyNowNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -721,6 +734,9 @@ class EventLoop final : public TickSink {
   Mutex stop_mu_;
   bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
   Entries stop_result_;   // written by the loop, read by Stop after join
+  // NanosOfNextTick's answer, and the now() it was for.
+  std::uint64_t next_tick_of_ = kNever;
+  std::int64_t next_tick_ns_ = 0;
   // When the loop last took what was queued (steady ns; 0: never).
   alignas(64) std::atomic<std::int64_t> last_look_ns_{0};
 };
