@@ -287,6 +287,8 @@ class EventLoop final : public TickSink {
   // looking again, unannounced (see CommandQueue::Nap); one empty look and
   // it goes back to sleeping until woken.
   static constexpr absl::Duration kNap = absl::Microseconds(100);
+  // A round that applied fewer commands naps before the next (Run).
+  static constexpr std::size_t kTrickleBelow = Pipeline::kBatch;
 
   // Who the callbacks run for: what CallbackScope compares.
   const void* Owner() const { return static_cast<const TickSink*>(this); }
@@ -343,7 +345,15 @@ class EventLoop final : public TickSink {
       }
       Publish();
       const bool compacting = CompactStep();
-      if (applied != 0 || cascading || growing || compacting) continue;
+      // A round that took fewer commands than a batch is a trickle: round
+      // again at once and the loop keeps pace with its producers a few
+      // commands at a time, paying a round's cost for each few and sharing
+      // the queue's lines with them; a nap lets a batch gather.
+      const bool trickle =
+          applied < kTrickleBelow && !time_.manual() && !queue_.BoundsLag();
+      if ((applied != 0 && !trickle) || cascading || growing || compacting) {
+        continue;
+      }
       // Idle until the next tick or command: where a check delays no work
       // that is due. Its time is no command's: the pace window restarts.
       if (CheckWheel()) slept = true;
