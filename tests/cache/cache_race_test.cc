@@ -1,22 +1,28 @@
 // Gets without a lock, raced on a small cache against Sets, Deletes, expiry
 // and eviction, all at once, on real time. The values are heap strings, so
 // a Get that copied a value being destroyed shows under AddressSanitizer,
-// and one racing a writer under ThreadSanitizer. Checked:
+// and one racing a writer under ThreadSanitizer; or 8-byte words, which a
+// Set replaces in the node a Get reads (CacheNode::kValueInPlace), so a
+// Get that paired a value with another value's deadline shows. Checked:
 //   - every value set leaves exactly once (listener, or the final Clear);
 //   - a Get returns only a value set for its key, never one whose removal
 //     the listener heard of before the Get began, and (expiry after write)
 //     never one past its time to live when the Get began (C1);
 //   - the structures' invariants hold afterwards.
 // Each run lasts about a second; its assertions do not depend on timing.
-// And, under a ManualTicker, when a value a Get may be reading is freed.
+// And, under a ManualTicker, when a value a Get may be reading is freed,
+// and when a Set stores a value in place.
 
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../common/steady_now.h"
@@ -27,7 +33,9 @@
 #include "cache_test_peer.h"
 #include "gtest/gtest.h"
 #include "timingwheel/cache.h"
+#include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/cache/epoch.h"
+#include "timingwheel/internal/cache/node.h"
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
@@ -45,16 +53,30 @@ constexpr absl::Duration kRunFor = absl::Seconds(1);
 // (CycleClock::kMaxAheadNs), and then some.
 constexpr std::int64_t kClockSlackNs = 100'000;
 
-// A value: its id in ten digits, then padding, so that it lives on the heap.
-std::string ValueOf(std::uint64_t id) {
-  return absl::StrFormat("%010d-value-on-the-heap-not-in-the-string",
-                         static_cast<long long>(id));
-}
-std::uint64_t IdOf(const std::string& v) {
-  std::uint64_t id = 0;
-  if (v.size() < 10 || !absl::SimpleAtoi(v.substr(0, 10), &id)) return ~0ull;
-  return id;
-}
+// A value of type V standing for value number `id`, and back.
+template <typename V>
+struct Ids;
+// Its id in ten digits, then padding, so that it lives on the heap.
+template <>
+struct Ids<std::string> {
+  static std::string ValueOf(std::uint64_t id) {
+    return absl::StrFormat("%010d-value-on-the-heap-not-in-the-string",
+                           static_cast<long long>(id));
+  }
+  static std::uint64_t IdOf(const std::string& v) {
+    std::uint64_t id = 0;
+    if (v.size() < 10 || !absl::SimpleAtoi(v.substr(0, 10), &id)) return ~0ull;
+    return id;
+  }
+};
+// The id itself: a value stored in place.
+template <>
+struct Ids<std::uint64_t> {
+  static std::uint64_t ValueOf(std::uint64_t id) { return id; }
+  static std::uint64_t IdOf(std::uint64_t v) { return v; }
+};
+static_assert(!internal::kCacheValueInPlace<std::string>);
+static_assert(internal::kCacheValueInPlace<std::uint64_t>);
 
 struct Value {
   int key = -1;
@@ -78,13 +100,15 @@ struct Run {
   }
 };
 
+template <typename V>
 void RaceGetsAgainstWriters(CacheOptions options) {
+  using Id = Ids<V>;
   auto run = std::make_unique<Run>();
   options.wheel.interval = absl::Milliseconds(1);
-  using StringCache = Cache<int, std::string>;
-  auto created = StringCache::Create(
-      options, [&](int key, std::string value, RemovalCause cause) {
-        const std::uint64_t id = IdOf(value);
+  using RaceCache = Cache<int, V>;
+  auto created =
+      RaceCache::Create(options, [&](int key, V value, RemovalCause cause) {
+        const std::uint64_t id = Id::IdOf(value);
         if (id >= run->values.size()) return run->Error("listener: bad", id);
         Value& v = run->values[id];
         if (v.key != key) run->Error("listener: wrong key", id);
@@ -93,7 +117,7 @@ void RaceGetsAgainstWriters(CacheOptions options) {
         run->by_cause[static_cast<int>(cause)]++;
       });
   ASSERT_TRUE(created.ok()) << created.status();
-  std::unique_ptr<StringCache> cache = *std::move(created);
+  std::unique_ptr<RaceCache> cache = *std::move(created);
 
   const absl::Time end = absl::Now() + kRunFor;
   std::atomic<bool> writing{true};
@@ -113,7 +137,8 @@ void RaceGetsAgainstWriters(CacheOptions options) {
         Value& v = run->values[id];
         v.key = key;
         v.ttl_ns = 1'000'000 * static_cast<std::int64_t>(1 + rng() % 5);
-        if (cache->Set(key, ValueOf(id), absl::Nanoseconds(v.ttl_ns)).ok()) {
+        if (cache->Set(key, Id::ValueOf(id), absl::Nanoseconds(v.ttl_ns))
+                .ok()) {
           v.set_done_ns.store(NowNs());
         } else {
           run->Error("Set refused", id);
@@ -129,10 +154,10 @@ void RaceGetsAgainstWriters(CacheOptions options) {
         for (int k = 0; k < 256; ++k) {
           const int key = static_cast<int>(rng() % kKeys);
           const std::int64_t began = NowNs();
-          const std::optional<std::string> got = cache->Get(key);
+          const std::optional<V> got = cache->Get(key);
           if (!got.has_value()) continue;
           run->hits++;
-          const std::uint64_t id = IdOf(*got);
+          const std::uint64_t id = Id::IdOf(*got);
           if (id >= run->values.size()) {
             run->Error("Get: not a value", id);
             continue;
@@ -216,21 +241,111 @@ TEST(CacheReclaim, AValueAGetMayReadLivesUntilTheGetEnds) {
   EXPECT_EQ(CacheTestPeer::CheckInvariants(cache), absl::OkStatus());
 }
 
+// A Set that moves an 8-byte value's deadline later stores the value into
+// the node Gets read: nothing is retired, even with a Get's read section
+// open. One that would move the deadline earlier swaps in a new node, and
+// the old one waits for that section. Either way the listener hears each
+// old value once, and Gets see the new one.
+TEST(CacheInPlace, ALaterSetStoresTheValueInPlaceAnEarlierOneSwapsTheNode) {
+  CacheOptions o;
+  o.ttl = absl::Seconds(10);
+  o.wheel.interval = absl::Seconds(1);
+  auto ticker = std::make_shared<ManualTicker>();
+  o.wheel.ticker = ticker;
+  using Heard = std::tuple<int, std::uint64_t, RemovalCause>;
+  std::mutex mu;
+  std::vector<Heard> heard;
+  auto created = Cache<int, std::uint64_t>::Create(
+      o, [&](int key, std::uint64_t value, RemovalCause cause) {
+        std::lock_guard<std::mutex> lock(mu);
+        heard.emplace_back(key, value, cause);
+      });
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto& cache = **created;
+  const auto retired = [&] {
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < CacheTestPeer::Shards(cache); ++k) {
+      auto& shard = CacheTestPeer::Shard(cache, k);
+      internal::MutexLock lock(shard.mu);
+      n += shard.retired_nodes.size();
+    }
+    return n;
+  };
+  const auto heard_now = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return heard;
+  };
+
+  ASSERT_TRUE(cache.Set(1, 10).ok());
+  ticker->Tick();
+  {
+    internal::CacheReadSection read(CacheTestPeer::Epochs(cache));
+    ASSERT_TRUE(read.active());
+    ASSERT_TRUE(cache.Set(1, 11).ok());  // due at 11 s, was 10 s: in place
+    EXPECT_EQ(retired(), 0u);
+    EXPECT_EQ(cache.Get(1), std::optional<std::uint64_t>(11));
+    ASSERT_TRUE(cache.Set(1, 12, absl::Seconds(2)).ok());  // 3 s: a new node
+    EXPECT_EQ(retired(), 1u);
+    EXPECT_EQ(CacheTestPeer::CheckInvariants(cache), absl::OkStatus());
+  }
+  EXPECT_EQ(cache.Get(1), std::optional<std::uint64_t>(12));
+  EXPECT_EQ(heard_now(),
+            (std::vector<Heard>{{1, 10, RemovalCause::kReplaced},
+                                {1, 11, RemovalCause::kReplaced}}));
+  ticker->Tick(2);  // 3 s: the value set with 2 s expires
+  EXPECT_EQ(cache.Get(1), std::nullopt);
+  EXPECT_EQ(heard_now().size(), 3u);
+  EXPECT_EQ(heard_now().back(), (Heard{1, 12, RemovalCause::kExpired}));
+  EXPECT_EQ(retired(), 0u);
+  EXPECT_EQ(CacheTestPeer::CheckInvariants(cache), absl::OkStatus());
+
+  // A value stored in place stays in the bucket of the deadline it
+  // replaced, which re-files it: it lives its whole new time to live.
+  ASSERT_TRUE(cache.Set(2, 20).ok());  // at 3 s: due at 13 s
+  ticker->Tick();
+  ASSERT_TRUE(cache.Set(2, 21).ok());  // at 4 s: 14 s, in place
+  ticker->Tick(9);                     // 13 s: the first bucket
+  EXPECT_EQ(cache.Get(2), std::optional<std::uint64_t>(21));
+  EXPECT_EQ(CacheTestPeer::CheckInvariants(cache), absl::OkStatus());
+  ticker->Tick();  // 14 s
+  EXPECT_EQ(cache.Get(2), std::nullopt);
+  EXPECT_EQ(heard_now().size(), 5u);
+  EXPECT_EQ(heard_now()[3], (Heard{2, 20, RemovalCause::kReplaced}));
+  EXPECT_EQ(heard_now()[4], (Heard{2, 21, RemovalCause::kExpired}));
+}
+
 TEST(CacheRace, GetsAgainstWritesExpiryAndEviction) {
   CacheOptions o;
   o.max_entries = 32;
-  RaceGetsAgainstWriters(o);
+  RaceGetsAgainstWriters<std::string>(o);
 }
 
 TEST(CacheRace, SlidingGetsAgainstWritesExpiryAndEviction) {
   CacheOptions o;
   o.max_entries = 32;
   o.sliding = true;
-  RaceGetsAgainstWriters(o);
+  RaceGetsAgainstWriters<std::string>(o);
 }
 
 TEST(CacheRace, GetsAgainstWritesAndExpiryUnbounded) {
-  RaceGetsAgainstWriters({});
+  RaceGetsAgainstWriters<std::string>({});
+}
+
+TEST(CacheRace, InPlaceValuesAgainstWritesExpiryAndEviction) {
+  CacheOptions o;
+  o.max_entries = 32;
+  RaceGetsAgainstWriters<std::uint64_t>(o);
+}
+
+TEST(CacheRace, SlidingInPlaceValuesAgainstWritesExpiryAndEviction) {
+  CacheOptions o;
+  o.max_entries = 32;
+  o.sliding = true;
+  RaceGetsAgainstWriters<std::uint64_t>(o);
+}
+
+TEST(CacheRace, InPlaceValuesAgainstWritesAndExpiryUnbounded) {
+  RaceGetsAgainstWriters<std::uint64_t>({});
 }
 
 }  // namespace

@@ -562,6 +562,57 @@ class CacheImpl {
     }
   }
 
+  // What a Get found in an entry's node without the lock (ReadShared).
+  enum class SharedRead {
+    kHit,      // unexpired (and slid, if sliding): its value
+    kExpired,  // past its deadline, not yet removed
+    kGone,     // removed, or being written: look again under the lock
+  };
+
+  // A Get's read of node n, which the index named, at `now`: on a hit its
+  // value goes to `value`. A value stored in place (Node::kValueInPlace,
+  // ReplaceInPlaceLocked) is read between two loads of the deadline, as a
+  // sequence lock reads: the writer marks the deadline kWriting before it
+  // stores the value and sets a strictly later deadline after, and slides
+  // only move it later, so two equal loads mean that no write began or
+  // ended between them and the value belongs with that deadline. A read
+  // that keeps meeting writes gives up to the lock.
+  SharedRead ReadShared(Node& n, std::int64_t now,
+                        std::optional<V>& value) const {
+    if constexpr (Node::kValueInPlace) {
+      constexpr int kTries = 4;
+      for (int t = 0; t < kTries; ++t) {
+        const std::int64_t d = n.deadline.load(std::memory_order_acquire);
+        if (d < 0) return SharedRead::kGone;
+        const V v = n.LoadValue();
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (n.deadline.load(std::memory_order_relaxed) != d) continue;
+        if (now >= d) return SharedRead::kExpired;
+        if (!SlideFrom(n, d, now)) continue;
+        value.emplace(v);
+        return SharedRead::kHit;
+      }
+      return SharedRead::kGone;
+    } else {
+      if (!Slide(n, now)) {
+        return n.deadline.load(std::memory_order_relaxed) < 0
+                   ? SharedRead::kGone
+                   : SharedRead::kExpired;
+      }
+      value.emplace(n.value());
+      return SharedRead::kHit;
+    }
+  }
+
+  // Slide's step for a Get that read deadline d of an unexpired entry:
+  // false if the deadline changed meanwhile (read it again).
+  bool SlideFrom(Node& n, std::int64_t d, std::int64_t now) const {
+    if (!options_.sliding || d == kNever) return true;
+    const std::int64_t later = Deadline(now, Shard::Pool::SharedExtra(n).ttl());
+    return later <= d || n.deadline.compare_exchange_strong(
+                             d, later, std::memory_order_relaxed);
+  }
+
   // The lock-free Get: a hit's value; with `misses`, nullopt inside for a
   // miss (the key absent, or present but expired), counted; nullopt
   // outside when the caller must look again under the lock: the index
@@ -593,15 +644,19 @@ class CacheImpl {
         return out;
       }
       Node& n = s.pool.SharedAt(i);
-      if (!Slide(n, NowNs())) {
-        if (n.deadline.load(std::memory_order_relaxed) < 0 || !misses) {
+      std::optional<V> value;
+      switch (ReadShared(n, NowNs(), value)) {
+        case SharedRead::kGone:
           return out;
-        }
-        read.slot().Count(read.slot().misses);
-        out.emplace();  // expired, not yet removed
-        return out;
+        case SharedRead::kExpired:  // not yet removed
+          if (!misses) return out;
+          read.slot().Count(read.slot().misses);
+          out.emplace();
+          return out;
+        case SharedRead::kHit:
+          break;
       }
-      out.emplace(n.value());
+      out.emplace(std::move(value));
       read.slot().Count(read.slot().hits);
       hit = i;
       reader = read.index();
@@ -637,19 +692,26 @@ class CacheImpl {
     const std::int64_t now = NowNs();
     const std::int64_t ttl_ns = ToNs(ttl);
     const std::int64_t deadline = Deadline(now, ttl_ns);
-    // The bucket first: its timer is the only wheel command, and if the
-    // wheel refuses it nothing has changed yet.
+    if (s.reads != nullptr) DrainReadsLocked(s);
+    const std::uint32_t old = FindLocked(s, key, h);
+    if constexpr (Node::kValueInPlace) {
+      if (old != kCacheNil &&
+          ReplaceInPlaceLocked(s, old, value, ttl_ns, deadline, now, h.tag,
+                               removals)) {
+        return absl::OkStatus();
+      }
+    }
+    // The bucket before any change: its timer is the only wheel command,
+    // and if the wheel refuses it nothing has changed yet.
     std::uint32_t bucket = kCacheNil;
     if (deadline != kNever) {
       absl::StatusOr<std::uint32_t> b = BucketFor(s, TickOf(deadline), now);
       if (!b.ok()) return b.status();
       bucket = *b;
     }
-    if (s.reads != nullptr) DrainReadsLocked(s);
-    const std::uint32_t old = FindLocked(s, key, h);
     // A new node, complete before the index names it. A replaced value gets
-    // one too, rather than an assignment in place: Gets may be copying the
-    // old value now, so it stays until they are done (ReclaimLocked).
+    // one too (but for ReplaceInPlaceLocked's): Gets may be copying the old
+    // value now, so it stays until they are done (ReclaimLocked).
     const std::uint32_t i = s.pool.Allocate(std::move(key), std::move(value));
     auto& n = s.pool.at(i);
     if (s.pool.has_extras()) s.pool.extra(i).set_ttl(ttl_ns);
@@ -689,6 +751,42 @@ class CacheImpl {
       }
     }
     return absl::OkStatus();
+  }
+
+  // A Set's new value for entry i, stored into its node (Node::
+  // kValueInPlace) when its new deadline is later than the one it has: no
+  // new node, no index store, nothing retired, and no relink: the entry
+  // stays in its bucket, which re-files it when it comes due, as it does a
+  // slid entry (OnBucket). So the Set writes no line but its node's and
+  // the shard's. Gets read the node meanwhile (ReadShared): the deadline
+  // is kWriting while the value changes, and strictly later after. false,
+  // with nothing changed, when the deadline would not move later (a
+  // shorter time to live than it had, or never): the caller then swaps in
+  // a new node.
+  bool ReplaceInPlaceLocked(Shard& s, std::uint32_t i, const V& value,
+                            std::int64_t ttl_ns, std::int64_t deadline,
+                            std::int64_t now, std::uint32_t tag,
+                            Removals& removals)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    Node& n = s.pool.at(i);
+    if (deadline <= n.deadline_now()) return false;  // slides only go later
+    // An exchange, so that a slide landing now is not lost.
+    const std::int64_t was =
+        n.deadline.exchange(Node::kWriting, std::memory_order_relaxed);
+    if (deadline <= was) {  // a slide landed meanwhile
+      n.deadline.store(was, std::memory_order_relaxed);  // value untouched
+      return false;
+    }
+    std::atomic_thread_fence(std::memory_order_release);
+    const RemovalCause cause =
+        now >= was ? RemovalCause::kExpired : RemovalCause::kReplaced;
+    if (listener_) removals.emplace_back(CopyKey(n.key()), n.value(), cause);
+    n.StoreValue(value);
+    if (s.pool.has_extras()) s.pool.extra(i).set_ttl(ttl_ns);
+    if (s.capacity != 0) s.policy.OnAccess(s.pool, i, tag);
+    CountRemoval(s, cause);
+    n.deadline.store(deadline, std::memory_order_release);
+    return true;
   }
 
   // The tick whose bucket holds deadline d: the first tick at or after it.

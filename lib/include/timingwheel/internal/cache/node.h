@@ -5,9 +5,11 @@
 #define TIMINGWHEEL_INTERNAL_CACHE_NODE_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <new>
+#include <type_traits>
 
 namespace timingwheel {
 namespace internal {
@@ -15,6 +17,28 @@ namespace internal {
 // "No node": the end of a list.
 inline constexpr std::uint32_t kCacheNil =
     std::numeric_limits<std::uint32_t>::max();
+
+// Whether a Set that replaces a value stores the new one into the node a
+// Get may be reading (CacheImpl::ReplaceInPlaceLocked) rather than swapping
+// in a new node: a value of one word or less, copied by a single lock-free
+// atomic load or store, so a Get reads the old or the new value whole.
+// CacheValueWord<V>::kInPlace says so, and kAlign is the alignment its
+// storage needs (std::atomic_ref's, which only such a V may ask).
+template <typename V, bool = std::is_trivially_copyable_v<V> &&
+                             (sizeof(V) == 1 || sizeof(V) == 2 ||
+                              sizeof(V) == 4 || sizeof(V) == 8)>
+struct CacheValueWord {
+  static constexpr bool kInPlace = false;
+  static constexpr std::size_t kAlign = alignof(V);
+};
+template <typename V>
+struct CacheValueWord<V, true> {
+  static constexpr bool kInPlace = std::atomic_ref<V>::is_always_lock_free;
+  static constexpr std::size_t kAlign =
+      kInPlace ? std::atomic_ref<V>::required_alignment : alignof(V);
+};
+template <typename V>
+inline constexpr bool kCacheValueInPlace = CacheValueWord<V>::kInPlace;
 
 // One cache entry: its key and value, its deadline and the two links of its
 // expiry bucket's list; 32 bytes for 8-byte keys and values. Key and value
@@ -24,16 +48,21 @@ inline constexpr std::uint32_t kCacheNil =
 // for the free list. What a Get reads comes first, so that it shares a
 // cache line: key, value, deadline. Gets read the deadline while writers
 // change it (a sliding hit moves it), hence an atomic; key and value never
-// change while a Get can reach the node.
+// change while a Get can reach the node, except a value that
+// kCacheValueInPlace lets a Set store in place, with atomic stores inside
+// a kWriting section (CacheImpl::ReplaceInPlaceLocked).
 template <typename K, typename V>
 struct CacheNode {
+  static constexpr bool kValueInPlace = kCacheValueInPlace<V>;
   static constexpr std::int64_t kFree =
       std::numeric_limits<std::int64_t>::min();
   static constexpr std::int64_t kSentinel = kFree + 1;
   static constexpr std::int64_t kRetired = kFree + 2;
+  // An entry whose value a Set is storing in place (under the lock).
+  static constexpr std::int64_t kWriting = kFree + 3;
 
   alignas(K) unsigned char key_storage[sizeof(K)];
-  alignas(V) unsigned char value_storage[sizeof(V)];
+  alignas(CacheValueWord<V>::kAlign) unsigned char value_storage[sizeof(V)];
   // ns of wheel time (INT64_MAX = never); kFree, kSentinel, kRetired for
   // non-entries.
   std::atomic<std::int64_t> deadline{kFree};
@@ -59,6 +88,15 @@ struct CacheNode {
   V& value() { return *std::launder(reinterpret_cast<V*>(value_storage)); }
   const V& value() const {
     return *std::launder(reinterpret_cast<const V*>(value_storage));
+  }
+  // Only when kValueInPlace: the value read by a Get without the lock, and
+  // a new one stored by a writer while Gets may read it.
+  V LoadValue() const {
+    return std::atomic_ref<V>(const_cast<V&>(value()))
+        .load(std::memory_order_relaxed);
+  }
+  void StoreValue(const V& v) {
+    std::atomic_ref<V>(value()).store(v, std::memory_order_relaxed);
   }
 };
 
