@@ -5,6 +5,7 @@
 // instantiations below make clang analyze every member of the templates
 // that take locks, not only those main() calls, against their
 // ABSL_GUARDED_BY and ABSL_EXCLUSIVE_LOCKS_REQUIRED annotations.
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -19,6 +20,8 @@ namespace timingwheel::internal {
 using StringHash = absl::Hash<std::string>;
 using StringEq = std::equal_to<std::string>;
 template class CacheImpl<std::string, std::string, StringHash, StringEq>;
+// A value a Set stores in place (CacheNode::kValueInPlace).
+template class CacheImpl<std::string, std::uint64_t, StringHash, StringEq>;
 template struct CacheShard<std::string, std::string, StringHash, StringEq>;
 template class CacheFlight<std::string>;
 template class EventLoop<std::string, std::unique_ptr<int>, StringHash,

@@ -768,25 +768,29 @@ class CacheImpl {
                             std::int64_t now, std::uint32_t tag,
                             Removals& removals)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    Node& n = s.pool.at(i);
-    if (deadline <= n.deadline_now()) return false;  // slides only go later
-    // An exchange, so that a slide landing now is not lost.
-    const std::int64_t was =
-        n.deadline.exchange(Node::kWriting, std::memory_order_relaxed);
-    if (deadline <= was) {  // a slide landed meanwhile
-      n.deadline.store(was, std::memory_order_relaxed);  // value untouched
+    if constexpr (!Node::kValueInPlace) {
       return false;
+    } else {
+      Node& n = s.pool.at(i);
+      if (deadline <= n.deadline_now()) return false;  // slides only go later
+      // An exchange, so that a slide landing now is not lost.
+      const std::int64_t was =
+          n.deadline.exchange(Node::kWriting, std::memory_order_relaxed);
+      if (deadline <= was) {  // a slide landed meanwhile
+        n.deadline.store(was, std::memory_order_relaxed);  // value untouched
+        return false;
+      }
+      std::atomic_thread_fence(std::memory_order_release);
+      const RemovalCause cause =
+          now >= was ? RemovalCause::kExpired : RemovalCause::kReplaced;
+      if (listener_) removals.emplace_back(CopyKey(n.key()), n.value(), cause);
+      n.StoreValue(value);
+      if (s.pool.has_extras()) s.pool.extra(i).set_ttl(ttl_ns);
+      if (s.capacity != 0) s.policy.OnAccess(s.pool, i, tag);
+      CountRemoval(s, cause);
+      n.deadline.store(deadline, std::memory_order_release);
+      return true;
     }
-    std::atomic_thread_fence(std::memory_order_release);
-    const RemovalCause cause =
-        now >= was ? RemovalCause::kExpired : RemovalCause::kReplaced;
-    if (listener_) removals.emplace_back(CopyKey(n.key()), n.value(), cause);
-    n.StoreValue(value);
-    if (s.pool.has_extras()) s.pool.extra(i).set_ttl(ttl_ns);
-    if (s.capacity != 0) s.policy.OnAccess(s.pool, i, tag);
-    CountRemoval(s, cause);
-    n.deadline.store(deadline, std::memory_order_release);
-    return true;
   }
 
   // The tick whose bucket holds deadline d: the first tick at or after it.

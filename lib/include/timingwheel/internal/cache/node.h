@@ -91,11 +91,11 @@ struct CacheNode {
   }
   // Only when kValueInPlace: the value read by a Get without the lock, and
   // a new one stored by a writer while Gets may read it.
-  V LoadValue() const {
+  V LoadValue() const requires kValueInPlace {
     return std::atomic_ref<V>(const_cast<V&>(value()))
         .load(std::memory_order_relaxed);
   }
-  void StoreValue(const V& v) {
+  void StoreValue(const V& v) requires kValueInPlace {
     std::atomic_ref<V>(value()).store(v, std::memory_order_relaxed);
   }
 };
