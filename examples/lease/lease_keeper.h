@@ -64,7 +64,9 @@ struct KeeperOptions {
 };
 
 // Renewal lateness: when the renewal's reply arrived minus when it was due.
-// A lock is safe while this stays below ttl - renew_every.
+// A lock is safe while this stays below ttl - renew_every. A lost lock is
+// counted in `lost` as it leaves `held` (under the same lock), so no
+// snapshot misses it from both; on_lost is called for it after.
 struct KeeperStats {
   std::size_t held = 0;              // locks held now
   std::uint64_t acquired = 0;        // SET NX that succeeded
@@ -72,7 +74,7 @@ struct KeeperStats {
   std::uint64_t released = 0;        // Release() that deleted our key
   std::uint64_t renewals = 0;        // renewals that extended a lock
   std::uint64_t renew_failures = 0;  // renewals with no answer (to retry)
-  std::uint64_t lost = 0;            // locks lost
+  std::uint64_t lost = 0;            // locks lost (see below)
   std::uint64_t connects = 0;        // connections opened by the renewer
   timingwheel::LatencyHistogram renew_lateness;
   timingwheel::Stats wheel;

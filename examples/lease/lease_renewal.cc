@@ -77,6 +77,7 @@ LeaseKeeper::Flight LeaseKeeper::Prepare(
       // No renewal got through in time: the key may have expired and been
       // taken by someone else, so the holder must not count on it.
       held_.erase(it);
+      lost_.fetch_add(1, std::memory_order_relaxed);  // with the erase
       flight.lost.push_back(std::move(renewal.name));
       continue;
     }
@@ -160,6 +161,7 @@ void LeaseKeeper::Finish(Flight& flight) {
           break;
         case Outcome::kLost:
           held_.erase(it);
+          lost_.fetch_add(1, std::memory_order_relaxed);
           lost.push_back(std::move(item.name));
           break;
         case Outcome::kNoAnswer:
@@ -168,6 +170,7 @@ void LeaseKeeper::Finish(Flight& flight) {
             retry.emplace_back(item.id, Renewal{std::move(item.name), 0});
           } else {
             held_.erase(it);
+            lost_.fetch_add(1, std::memory_order_relaxed);
             lost.push_back(std::move(item.name));
           }
           break;
@@ -192,7 +195,6 @@ void LeaseKeeper::Finish(Flight& flight) {
   }
   renewals_.fetch_add(renewed, std::memory_order_relaxed);
   renew_failures_.fetch_add(failures, std::memory_order_relaxed);
-  lost_.fetch_add(lost.size(), std::memory_order_relaxed);
   if (failures > 0) {
     Log(absl::StrCat("lease keeper: ", failures, " renewals got no answer (",
                      flight.error, "); retrying in ",
