@@ -120,10 +120,12 @@ class Cache : private internal::CacheImpl<K, V, Hash, Eq> {
   // kReplaced) and restarts the time to live with `ttl` (> 0;
   // InfiniteDuration = never expires, and no timer is set). Inserting into
   // a full cache evicts another entry (kSize). Errors: InvalidArgument for
-  // ttl <= 0; the wheel's error if it refuses the timer (nothing changes
-  // then). Cost: one shard lock and probe, O(1) list updates, a wheel
-  // command only for the first entry of a tick's bucket (per shard), an
-  // eviction when full.
+  // ttl <= 0; the wheel's error if it refuses a new bucket's timer
+  // (nothing changes then). Cost: one shard lock and probe, O(1) list
+  // updates, a wheel command only for the first entry of a tick's bucket
+  // (per shard), an eviction when full. A one-word value replacing one
+  // whose deadline was earlier is stored in place: no list update, no
+  // timer (docs/cache.md).
   absl::Status Set(K key, V value) {
     return Impl::Set(std::move(key), std::move(value));
   }
