@@ -19,7 +19,8 @@
 // write takes the shard's lock, collects removals, ends with FinishLocked
 // (freeing what no Get can still read), releases the lock, then Notifies
 // and touches nothing if the cache is gone; a Get reads only inside a read
-// section and only what writers never change in place. The parts that
+// section, and only what writers never change in place but a one-word
+// value under its deadline's mark (ReadShared). The parts that
 // stand alone already live beside it (shard, index, node, pool, stored
 // key, policy, sketch, read buffer, epochs, flight, gate). Split, a reader
 // must hold both files to check that a call keeps the protocols.
