@@ -155,6 +155,26 @@ TEST_F(CacheInvariantsTest, CatchAFreeNodeOffTheFreeList) {
   EXPECT_EQ(Check(), absl::OkStatus());
 }
 
+// A Set storing a value in place marks the node only while it holds the
+// lock: a mark left behind would send every Get to the lock for good.
+TEST_F(CacheInvariantsTest, CatchAWriteMarkLeftBehind) {
+  static_assert(Node::kValueInPlace);
+  const std::uint32_t node = NodeOf(2);
+  Shard& s = shard();
+  std::int64_t deadline;
+  {
+    MutexLock lock(s.mu);
+    deadline = s.pool.at(node).deadline;
+    s.pool.at(node).deadline = Node::kWriting;
+  }
+  ExpectCaught(Check(), "is marked as being written");
+  {
+    MutexLock lock(s.mu);
+    s.pool.at(node).deadline = deadline;
+  }
+  EXPECT_EQ(Check(), absl::OkStatus());
+}
+
 TEST_F(CacheInvariantsTest, CatchAPolicySegmentMislabelled) {
   const std::uint32_t node = NodeOf(2);
   Shard& s = shard();

@@ -314,38 +314,28 @@ TEST(CacheInPlace, ALaterSetStoresTheValueInPlaceAnEarlierOneSwapsTheNode) {
   EXPECT_EQ(heard_now()[4], (Heard{2, 21, RemovalCause::kExpired}));
 }
 
-TEST(CacheRace, GetsAgainstWritesExpiryAndEviction) {
+// Each race runs with heap-string values and with 8-byte values stored in
+// place.
+template <typename V>
+class CacheRace : public ::testing::Test {};
+using RaceValues = ::testing::Types<std::string, std::uint64_t>;
+TYPED_TEST_SUITE(CacheRace, RaceValues);
+
+TYPED_TEST(CacheRace, GetsAgainstWritesExpiryAndEviction) {
   CacheOptions o;
   o.max_entries = 32;
-  RaceGetsAgainstWriters<std::string>(o);
+  RaceGetsAgainstWriters<TypeParam>(o);
 }
 
-TEST(CacheRace, SlidingGetsAgainstWritesExpiryAndEviction) {
-  CacheOptions o;
-  o.max_entries = 32;
-  o.sliding = true;
-  RaceGetsAgainstWriters<std::string>(o);
-}
-
-TEST(CacheRace, GetsAgainstWritesAndExpiryUnbounded) {
-  RaceGetsAgainstWriters<std::string>({});
-}
-
-TEST(CacheRace, InPlaceValuesAgainstWritesExpiryAndEviction) {
-  CacheOptions o;
-  o.max_entries = 32;
-  RaceGetsAgainstWriters<std::uint64_t>(o);
-}
-
-TEST(CacheRace, SlidingInPlaceValuesAgainstWritesExpiryAndEviction) {
+TYPED_TEST(CacheRace, SlidingGetsAgainstWritesExpiryAndEviction) {
   CacheOptions o;
   o.max_entries = 32;
   o.sliding = true;
-  RaceGetsAgainstWriters<std::uint64_t>(o);
+  RaceGetsAgainstWriters<TypeParam>(o);
 }
 
-TEST(CacheRace, InPlaceValuesAgainstWritesAndExpiryUnbounded) {
-  RaceGetsAgainstWriters<std::uint64_t>({});
+TYPED_TEST(CacheRace, GetsAgainstWritesAndExpiryUnbounded) {
+  RaceGetsAgainstWriters<TypeParam>({});
 }
 
 }  // namespace

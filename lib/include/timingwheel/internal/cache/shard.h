@@ -71,6 +71,10 @@ struct alignas(64) CacheShard {
     std::size_t entries = 0, sentinels = 0, retired = 0;
     for (std::uint32_t i = 0; i < extent; ++i) {
       const auto& n = pool.at(i);
+      // A value stored in place is marked only while its writer holds the
+      // lock.
+      TW_INVARIANT(n.deadline_now() != Pool::Node::kWriting, "CacheShard ", id,
+                   ": node ", i, " is marked as being written");
       if (n.deadline_now() == Pool::Node::kSentinel) ++sentinels;
       if (n.deadline_now() == Pool::Node::kRetired) ++retired;
       if (!n.is_entry()) continue;

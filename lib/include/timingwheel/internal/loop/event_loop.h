@@ -643,12 +643,17 @@ class EventLoop final : public TickSink {
   // only when that work could be overdue, or the queue is long.
   void SignalBacklog(std::size_t queued, std::int64_t now_ns) {
     const std::int64_t late_ns = std::chrono::nanoseconds(kPaceLate).count();
-    const bool late = now_ns - late_ns > NanosOfNextTick() &&
-                      NanosUntilWorkDue(now_ns) < -late_ns;
+    const bool may_be_late = now_ns - late_ns > NanosOfNextTick();
+    const bool long_queue = queued > kPaceCallersAbove;
+    if (!may_be_late && !long_queue) {
+      caller_share_.SetBehind(false);
+      return;
+    }
+    const std::int64_t until_due = NanosUntilWorkDue(now_ns);
     caller_share_.SetBehind(
-        late || (queued > kPaceCallersAbove &&
-                 NanosUntilWorkDue(now_ns) <=
-                     std::chrono::nanoseconds(kPaceHorizon).count()));
+        (may_be_late && until_due < -late_ns) ||
+        (long_queue &&
+         until_due <= std::chrono::nanoseconds(kPaceHorizon).count()));
   }
   // How long from now_ns until the wheel's next work is due (negative:
   // overdue), or int64 max when it has none.
