@@ -34,6 +34,12 @@ class CacheTestPeer {
     return Impl(cache).epochs_;
   }
 
+  // The shard `key` lives in.
+  template <typename K, typename V, typename H, typename E>
+  static std::size_t ShardOf(Cache<K, V, H, E>& cache, const K& key) {
+    return Impl(cache).HashOf(key).shard;
+  }
+
   // How many shards the cache has.
   template <typename K, typename V, typename H, typename E>
   static std::size_t Shards(Cache<K, V, H, E>& cache) {

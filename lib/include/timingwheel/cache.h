@@ -125,7 +125,8 @@ class Cache : private internal::CacheImpl<K, V, Hash, Eq> {
   // updates, a wheel command only for the first entry of a tick's bucket
   // (per shard), an eviction when full. A one-word value replacing one
   // whose deadline was earlier is stored in place: no list update, no
-  // timer (docs/cache.md).
+  // timer, and in a cache without max_entries no lock either, one
+  // compare-and-swap on the entry (docs/cache.md).
   absl::Status Set(K key, V value) {
     return Impl::Set(std::move(key), std::move(value));
   }

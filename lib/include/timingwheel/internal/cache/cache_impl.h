@@ -169,7 +169,7 @@ class CacheImpl {
     MutexLock lock(s.mu);
     const std::uint32_t i = HitLocked(s, key, h);
     if (i == kCacheNil) return std::nullopt;
-    return s.pool.at(i).value();
+    return ValueLocked(s.pool.at(i));
   }
 
   // Cache::Set (cache.h).
@@ -183,6 +183,10 @@ class CacheImpl {
     const Hashed h = HashOf(key);
     Shard& s = *shards_[h.shard];
     Removals removals;
+    if (SetWithoutLock(s, key, value, ttl, h, removals)) {
+      Notify(removals);  // may have destroyed the cache: touch nothing after
+      return absl::OkStatus();
+    }
     absl::Status status;
     {
       MutexLock lock(s.mu);
@@ -205,10 +209,8 @@ class CacheImpl {
       SupersedeLoadLocked(s, key);
       const std::uint32_t i = FindLocked(s, key, h);
       if (i != kCacheNil) {
-        present = NowNs() < s.pool.at(i).deadline_now();
-        RemoveLocked(s, i, h.tag,
-                     present ? RemovalCause::kExplicit : RemovalCause::kExpired,
-                     removals);
+        present = RemoveLocked(s, i, h.tag, RemovalCause::kExplicit, NowNs(),
+                               removals) == RemovalCause::kExplicit;
       }
       FinishLocked(s);
     }
@@ -228,13 +230,26 @@ class CacheImpl {
     bool leader = false;
     {
       MutexLock lock(s.mu);
+      // Announced before the lookup: a Set without the lock (SetWithoutLock)
+      // that could change this key after it sees the announcement and
+      // takes the lock instead, so a load it outdates is superseded.
+      s.loads_open.fetch_add(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      struct Close {
+        Shard& s;
+        bool keep = false;
+        ~Close() {
+          if (!keep) s.loads_open.fetch_sub(1, std::memory_order_relaxed);
+        }
+      } close{s};
       const std::uint32_t i = HitLocked(s, key, h);
-      if (i != kCacheNil) return s.pool.at(i).value();
+      if (i != kCacheNil) return ValueLocked(s.pool.at(i));
       auto [it, inserted] = s.flights.try_emplace(key);
       if (inserted) {
         it->second = std::make_shared<CacheFlight<V>>();
         it->second->leader = std::this_thread::get_id();
         leader = true;
+        close.keep = true;  // until the flight ends
       } else if (it->second->leader == std::this_thread::get_id()) {
         // Called from this key's own load(), directly or through other
         // keys' loads: waiting would wait for itself.
@@ -277,6 +292,7 @@ class CacheImpl {
       // Under the same lock as storing: a caller arriving now finds the
       // value, or (after an error) starts a new load.
       s.flights.erase(key);
+      s.loads_open.fetch_sub(1, std::memory_order_relaxed);
       if (result.ok() && flight->superseded) {
         // As if stored and at once replaced by the later write: every
         // value a load returns leaves through the listener exactly once.
@@ -307,13 +323,8 @@ class CacheImpl {
         s.index.ForEach([&](std::uint32_t i) { nodes.push_back(i); });
         s.index.Clear();  // before retiring: no Get reaches them after
         for (const std::uint32_t i : nodes) {
-          auto& n = s.pool.at(i);
           Unfile(s, i);
-          const RemovalCause cause = now >= n.deadline_now()
-                                         ? RemovalCause::kExpired
-                                         : RemovalCause::kExplicit;
-          CountRemoval(s, cause);
-          Collect(s, i, cause, removals);
+          Collect(s, i, RemovalCause::kExplicit, now, removals);
         }
         for (auto& [key, flight] : s.flights) flight->superseded = true;
         if (s.capacity != 0) s.policy.Clear();
@@ -348,6 +359,7 @@ class CacheImpl {
     for (int i = 0; i < readers; ++i) {
       st.hits += epochs_.slot(i).hits.load(std::memory_order_relaxed);
       st.misses += epochs_.slot(i).misses.load(std::memory_order_relaxed);
+      st.replaced += epochs_.slot(i).replaced.load(std::memory_order_relaxed);
     }
     st.loads = loads_.load(std::memory_order_relaxed);
     st.load_failures = load_failures_.load(std::memory_order_relaxed);
@@ -548,8 +560,8 @@ class CacheImpl {
   // its deadline for kRetired: a slide either lands first (the bucket sees
   // the later deadline) or finds the entry gone (a miss), never lost.
   bool Slide(Node& n, std::int64_t now) const {
-    std::int64_t d = n.deadline.load(std::memory_order_acquire);
     for (;;) {
+      std::int64_t d = n.deadline_settled();
       if (d < 0 || now >= d) return false;  // removed, or expired
       if (!options_.sliding || d == kNever) return true;
       // Sliding: the pool has extras.
@@ -560,6 +572,23 @@ class CacheImpl {
                                            std::memory_order_relaxed)) {
         return true;
       }
+    }
+  }
+
+  // Entry n's value, read under the shard's lock after a hit: as a Get
+  // reads it (ReadShared), since a Set without the lock may be storing it
+  // in place meanwhile; that Set only moves the deadline later, so the hit
+  // stands.
+  V ValueLocked(const Node& n) const {
+    if constexpr (Node::kValueInPlace) {
+      for (;;) {
+        const std::int64_t d = n.deadline_settled();
+        const V v = n.LoadValue();
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (n.deadline.load(std::memory_order_relaxed) == d) return v;
+      }
+    } else {
+      return n.value();
     }
   }
 
@@ -584,6 +613,7 @@ class CacheImpl {
       constexpr int kTries = 4;
       for (int t = 0; t < kTries; ++t) {
         const std::int64_t d = n.deadline.load(std::memory_order_acquire);
+        if (d == Node::kWriting) continue;  // a write of a few instructions
         if (d < 0) return SharedRead::kGone;
         const V v = n.LoadValue();
         std::atomic_thread_fence(std::memory_order_acquire);
@@ -719,10 +749,6 @@ class CacheImpl {
     n.set_deadline(deadline);
     if (bucket != kCacheNil) File(s, i, bucket);
     if (old != kCacheNil) {
-      auto& o = s.pool.at(old);
-      const RemovalCause cause = now >= o.deadline_now()
-                                     ? RemovalCause::kExpired
-                                     : RemovalCause::kReplaced;
       s.index.Replace(h.tag, old, i);
       Unfile(s, old);
       if (s.capacity != 0) {
@@ -730,8 +756,7 @@ class CacheImpl {
         s.policy.OnAccess(s.pool, i, h.tag);
       }
       if (s.last_hit == old) s.last_hit = i;
-      CountRemoval(s, cause);
-      Collect(s, old, cause, removals);
+      Collect(s, old, RemovalCause::kReplaced, now, removals);
     } else {
       s.index.Insert(h.tag, i);
       s.size.store(s.index.size(), std::memory_order_relaxed);
@@ -745,10 +770,8 @@ class CacheImpl {
               return HashOf(s.pool.at(j).key()).tag;
             });
         if (v == kCacheNil) break;
-        const RemovalCause cause = now >= s.pool.at(v).deadline_now()
-                                       ? RemovalCause::kExpired
-                                       : RemovalCause::kSize;
-        RemoveLocked(s, v, HashOf(s.pool.at(v).key()).tag, cause, removals);
+        RemoveLocked(s, v, HashOf(s.pool.at(v).key()).tag, RemovalCause::kSize,
+                     now, removals);
       }
     }
     return absl::OkStatus();
@@ -773,23 +796,85 @@ class CacheImpl {
       return false;
     } else {
       Node& n = s.pool.at(i);
-      if (deadline <= n.deadline_now()) return false;  // slides only go later
-      // An exchange, so that a slide landing now is not lost.
-      const std::int64_t was =
-          n.deadline.exchange(Node::kWriting, std::memory_order_relaxed);
-      if (deadline <= was) {  // a slide landed meanwhile
-        n.deadline.store(was, std::memory_order_relaxed);  // value untouched
-        return false;
-      }
+      // A swap from the settled deadline, so that a slide or a store in
+      // place without the lock landing now is not lost: it lands first, or
+      // finds the node held.
+      std::int64_t was;
+      do {
+        was = n.deadline_settled();
+        if (deadline <= was) return false;  // slides only go later
+      } while (!n.deadline.compare_exchange_weak(was, Node::kWriting,
+                                                 std::memory_order_acquire));
       std::atomic_thread_fence(std::memory_order_release);
       const RemovalCause cause =
           now >= was ? RemovalCause::kExpired : RemovalCause::kReplaced;
-      if (listener_) removals.emplace_back(CopyKey(n.key()), n.value(), cause);
+      if (listener_) {
+        removals.emplace_back(CopyKey(n.key()), n.LoadValue(), cause);
+      }
       n.StoreValue(value);
       if (s.pool.has_extras()) s.pool.extra(i).set_ttl(ttl_ns);
       if (s.capacity != 0) s.policy.OnAccess(s.pool, i, tag);
       CountRemoval(s, cause);
       n.deadline.store(deadline, std::memory_order_release);
+      return true;
+    }
+  }
+
+  // ReplaceInPlaceLocked without the shard's lock, for the commonest Set:
+  // a key present and unexpired, given a later deadline, in a cache
+  // without a size bound (no policy to tell) whose values are stored in
+  // place. It writes no line but the node's and this thread's reader slot,
+  // so threads refreshing the same hot keys do not pass the shard's lock
+  // and counters between them. The node is taken as a writer under the
+  // lock takes it, by swapping its deadline for kWriting; writers under
+  // the lock wait such a write out (Node::deadline_settled) and change an
+  // entry only by a swap from its settled deadline, so the two never
+  // interleave. false, with nothing changed, when the Set must take the
+  // lock: the key is absent, expired or being written, the deadline would
+  // not move later, this thread has no reader slot, or a GetOrLoad is
+  // open on the shard (it may be loading this key: the locked Set marks
+  // that load superseded).
+  template <typename Q>
+  bool SetWithoutLock(Shard& s, const Q& key, const V& value,
+                      absl::Duration ttl, const Hashed& h,
+                      Removals& removals) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if constexpr (!Node::kValueInPlace) {
+      return false;
+    } else {
+      if (s.capacity != 0) return false;
+      CacheReadSection read(epochs_);
+      if (!read.active()) return false;
+      bool absent;
+      const std::uint32_t i = s.index.FindShared(
+          h.tag,
+          [&](std::uint32_t j) { return KeyIs(SharedNode(s, j).key(), key); },
+          absent);
+      if (i == kCacheNil) return false;
+      Node& n = s.pool.SharedAt(i);
+      const std::int64_t now = NowNs();
+      const std::int64_t ttl_ns = ToNs(ttl);
+      const std::int64_t deadline = Deadline(now, ttl_ns);
+      std::int64_t d = n.deadline.load(std::memory_order_acquire);
+      if (d < 0 || now >= d || deadline <= d) return false;
+      if (!n.deadline.compare_exchange_strong(d, Node::kWriting,
+                                              std::memory_order_seq_cst)) {
+        return false;
+      }
+      // Pairs with GetOrLoad's announcement: it either sees kWriting (and
+      // waits) or this sees it.
+      if (s.loads_open.load(std::memory_order_seq_cst) != 0) {
+        n.deadline.store(d, std::memory_order_release);  // value untouched
+        return false;
+      }
+      std::atomic_thread_fence(std::memory_order_release);
+      if (listener_) {
+        removals.emplace_back(CopyKey(n.key()), n.LoadValue(),
+                              RemovalCause::kReplaced);
+      }
+      n.StoreValue(value);
+      if (s.pool.has_extras()) Shard::Pool::SharedExtra(n).set_ttl(ttl_ns);
+      n.deadline.store(deadline, std::memory_order_release);
+      read.slot().Count(read.slot().replaced);
       return true;
     }
   }
@@ -899,17 +984,19 @@ class CacheImpl {
 
   // Takes entry i (index hash bits `tag`) out of shard s: index, policy,
   // bucket, counters; its key and value go to `removals` when there is a
-  // listener.
-  void RemoveLocked(Shard& s, std::uint32_t i, std::uint32_t tag,
-                    RemovalCause cause, Removals& removals)
+  // listener. Returns the cause: `unexpired` (kExplicit, kSize) unless its
+  // deadline had passed at `now` (kExpired).
+  RemovalCause RemoveLocked(Shard& s, std::uint32_t i, std::uint32_t tag,
+                            RemovalCause unexpired, std::int64_t now,
+                            Removals& removals)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     Unfile(s, i);
     s.index.Erase(tag, i);
     if (s.capacity != 0) s.policy.OnRemove(s.pool, i);
     if (s.last_hit == i) s.last_hit = kCacheNil;
-    CountRemoval(s, cause);
-    Collect(s, i, cause, removals);
+    const RemovalCause cause = Collect(s, i, unexpired, now, removals);
     s.size.store(s.index.size(), std::memory_order_relaxed);
+    return cause;
   }
 
   // Counts a value leaving shard s, by cause (CacheStats).
@@ -932,17 +1019,26 @@ class CacheImpl {
     if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Copies node i's key and value to `removals` (if there is a listener:
-  // copies, since Gets may be reading them) and retires the node, to be
-  // freed by ReclaimLocked. The index must no longer lead to i.
-  void Collect(Shard& s, std::uint32_t i, RemovalCause cause,
-               Removals& removals) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+  // Retires node i, to be freed by ReclaimLocked, counts it, and copies its
+  // key and value to `removals` (if there is a listener: copies, since
+  // Gets may be reading them). The index must no longer lead to i. Retired
+  // first: the value is then the last one stored, and no Set without the
+  // lock stores another. Returns the cause: `unexpired` unless the
+  // deadline it had was past at `now` or it was retired already (an
+  // expiry, OnBucket).
+  RemovalCause Collect(Shard& s, std::uint32_t i, RemovalCause unexpired,
+                       std::int64_t now, Removals& removals)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     const auto& n = s.pool.at(i);
+    const std::int64_t d = s.pool.Retire(i);
+    const RemovalCause cause =
+        d < 0 || now >= d ? RemovalCause::kExpired : unexpired;
+    CountRemoval(s, cause);
     if (listener_) removals.emplace_back(CopyKey(n.key()), n.value(), cause);
-    s.pool.Retire(i);
     // Read after the unlink: a Get that can still reach i announced this
     // epoch or an earlier one.
     s.retired_nodes.emplace_back(epochs_.current(), i);
+    return cause;
   }
 
   // The wheel's callback: bucket `tick` of shard `shard` is due. Its
@@ -975,12 +1071,17 @@ class CacheImpl {
             break;
           }
           auto& n = s.pool.at(i);
-          std::int64_t d = n.deadline_now();
-          // Claimed with a swap, so that a Get sliding it at this moment
-          // either lands first (and it moves on below) or misses.
-          if (now >= d && n.deadline.compare_exchange_strong(
-                              d, Node::kRetired, std::memory_order_relaxed)) {
-            RemoveLocked(s, i, HashOf(n.key()).tag, RemovalCause::kExpired,
+          // Claimed with a swap, so that a Get sliding it or a Set storing
+          // in place at this moment either lands first (and it moves on
+          // below) or finds it removed.
+          std::int64_t d = n.deadline_settled();
+          while (now >= d &&
+                 !n.deadline.compare_exchange_weak(d, Node::kRetired,
+                                                   std::memory_order_acq_rel)) {
+            d = n.deadline_settled();
+          }
+          if (now >= d) {
+            RemoveLocked(s, i, HashOf(n.key()).tag, RemovalCause::kExpired, now,
                          removals);
             continue;
           }

@@ -75,13 +75,15 @@ inline int ThisThreadReaderSlot() {
   return holder.slot;
 }
 
-// One thread's announcement to one cache, and its hit and miss counts
-// there (written by that thread only, so no read-modify-write). A cache
-// line of its own, so that readers never write a shared line.
+// One thread's announcement to one cache, and its hit, miss and
+// lock-free replacement counts there (written by that thread only, so no
+// read-modify-write). A cache line of its own, so that readers never write a
+// shared line.
 struct alignas(64) CacheReaderSlot {
   std::atomic<std::uint64_t> epoch{0};  // 0: not reading
   std::atomic<std::uint64_t> hits{0};
   std::atomic<std::uint64_t> misses{0};
+  std::atomic<std::uint64_t> replaced{0};  // Sets without the lock
 
   void Count(std::atomic<std::uint64_t>& counter) {
     counter.store(counter.load(std::memory_order_relaxed) + 1,

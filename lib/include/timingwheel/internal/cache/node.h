@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <new>
+#include <thread>
 #include <type_traits>
 
 namespace timingwheel {
@@ -58,7 +59,8 @@ struct CacheNode {
       std::numeric_limits<std::int64_t>::min();
   static constexpr std::int64_t kSentinel = kFree + 1;
   static constexpr std::int64_t kRetired = kFree + 2;
-  // An entry whose value a Set is storing in place (under the lock).
+  // An entry whose value a Set is storing in place, or that a writer under
+  // the lock holds while it reads or removes it (deadline_settled).
   static constexpr std::int64_t kWriting = kFree + 3;
 
   alignas(K) unsigned char key_storage[sizeof(K)];
@@ -78,6 +80,29 @@ struct CacheNode {
   std::int64_t deadline_now() const {
     return deadline.load(std::memory_order_relaxed);
   }
+  // The deadline once no write holds the node: kWriting lasts the few
+  // instructions of a store in place, made without the shard's lock
+  // (CacheImpl::SetWithoutLock) or under it, so a writer holding the lock
+  // waits it out here before it acts on the node: spinning, then yielding
+  // (the other writer may have been descheduled). Past `max_yields` it
+  // gives up and returns kWriting (CheckInvariants: a mark left behind).
+  // Acquire: what that write stored is visible after.
+  std::int64_t deadline_settled(
+      std::uint64_t max_yields =
+          std::numeric_limits<std::uint64_t>::max()) const {
+    std::int64_t d = deadline.load(std::memory_order_acquire);
+    if constexpr (kValueInPlace) {
+      for (std::uint64_t k = 0; d == kWriting; ++k) {
+        if (k >= kSpinsBeforeYield) {
+          if (k - kSpinsBeforeYield >= max_yields) break;
+          std::this_thread::yield();
+        }
+        d = deadline.load(std::memory_order_acquire);
+      }
+    }
+    return d;
+  }
+  static constexpr std::uint64_t kSpinsBeforeYield = 64;
   void set_deadline(std::int64_t d) {
     deadline.store(d, std::memory_order_relaxed);
   }

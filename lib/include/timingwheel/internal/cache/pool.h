@@ -112,10 +112,20 @@ class CachePool {
   }
 
   // Marks entry i removed: Gets that find it treat it as absent, and its
-  // key and value stay until Free.
-  void Retire(std::uint32_t i) {
-    TW_DCHECK(at(i).has_value());
-    at(i).deadline.store(Node::kRetired, std::memory_order_release);
+  // key and value stay until Free. Returns the deadline it had (kRetired if
+  // the caller marked it so already). A swap from the settled deadline, so
+  // that a slide or a store in place made without the lock either lands
+  // first or finds it removed; after it no one changes the value.
+  std::int64_t Retire(std::uint32_t i) {
+    Node& n = at(i);
+    for (;;) {
+      std::int64_t d = n.deadline_settled();
+      TW_DCHECK(d >= 0 || d == Node::kRetired);
+      if (n.deadline.compare_exchange_strong(d, Node::kRetired,
+                                             std::memory_order_acq_rel)) {
+        return d;
+      }
+    }
   }
 
   // Destroys node i's key and value (if it has them) and puts it on the

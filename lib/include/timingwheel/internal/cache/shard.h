@@ -51,6 +51,9 @@ struct alignas(64) CacheShard {
     if (max_entries != 0) policy.Reset(max_entries);
   }
 
+  // How long CheckInvariants waits for a node's kWriting mark to clear.
+  static constexpr std::uint64_t kWriteWaitYields = 10'000;
+
   // The first broken invariant, or OK: the pool's, the index's and (when
   // bounded) the policy's own, and across them: the index holds exactly
   // the entry nodes, size of them, each found by a lookup of its key under
@@ -71,10 +74,11 @@ struct alignas(64) CacheShard {
     std::size_t entries = 0, sentinels = 0, retired = 0;
     for (std::uint32_t i = 0; i < extent; ++i) {
       const auto& n = pool.at(i);
-      // A value stored in place is marked only while its writer holds the
-      // lock.
-      TW_INVARIANT(n.deadline_now() != Pool::Node::kWriting, "CacheShard ", id,
-                   ": node ", i, " is marked as being written");
+      // A node is marked kWriting only for the few instructions of a
+      // write: one still marked after a long wait was left behind.
+      TW_INVARIANT(n.deadline_settled(kWriteWaitYields) != Pool::Node::kWriting,
+                   "CacheShard ", id, ": node ", i,
+                   " is marked as being written");
       if (n.deadline_now() == Pool::Node::kSentinel) ++sentinels;
       if (n.deadline_now() == Pool::Node::kRetired) ++retired;
       if (!n.is_entry()) continue;
@@ -190,6 +194,9 @@ struct alignas(64) CacheShard {
   std::atomic<std::size_t> size{0};
   std::atomic<std::uint64_t> hits{0}, misses{0}, expired{0}, evicted{0};
   std::atomic<std::uint64_t> deleted{0}, replaced{0};
+  // GetOrLoad calls between their locked lookup and the end of their load:
+  // while any is open, Sets take the lock (CacheImpl::SetWithoutLock).
+  std::atomic<std::uint32_t> loads_open{0};
 };
 
 }  // namespace internal
