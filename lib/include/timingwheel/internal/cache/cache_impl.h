@@ -867,14 +867,16 @@ class CacheImpl {
         return false;
       }
       std::atomic_thread_fence(std::memory_order_release);
-      if (listener_) {
-        removals.emplace_back(CopyKey(n.key()), n.LoadValue(),
-                              RemovalCause::kReplaced);
-      }
+      const V old = n.LoadValue();
       n.StoreValue(value);
       if (s.pool.has_extras()) Shard::Pool::SharedExtra(n).set_ttl(ttl_ns);
       n.deadline.store(deadline, std::memory_order_release);
       read.slot().Count(read.slot().replaced);
+      // After the write, so that Gets and writers under the lock do not
+      // wait out the key's copy: the node stays while the section is open.
+      if (listener_) {
+        removals.emplace_back(CopyKey(n.key()), old, RemovalCause::kReplaced);
+      }
       return true;
     }
   }
