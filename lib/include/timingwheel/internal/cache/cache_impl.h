@@ -15,15 +15,17 @@
 // it: UserCallFrame and CacheGate make the call that did so touch nothing
 // after.
 //
-// Why over 450 lines: one class whose calls all share two protocols: a
+// Why over 450 lines: one class whose calls all share three protocols: a
 // write takes the shard's lock, collects removals, ends with FinishLocked
 // (freeing what no Get can still read), releases the lock, then Notifies
 // and touches nothing if the cache is gone; a Get reads only inside a read
 // section, and only what writers never change in place but a one-word
-// value under its deadline's mark (ReadShared). The parts that
-// stand alone already live beside it (shard, index, node, pool, stored
-// key, policy, sketch, read buffer, epochs, flight, gate). Split, a reader
-// must hold both files to check that a call keeps the protocols.
+// value under its deadline's mark (ReadShared); and whoever changes an
+// entry, under the lock or not (SetWithoutLock), takes it by a swap of its
+// settled deadline. The parts that stand alone already live beside it
+// (shard, index, node, pool, stored key, policy, sketch, read buffer,
+// epochs, flight, gate). Split, a reader must hold every file to check
+// that a call keeps the protocols.
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 
