@@ -66,6 +66,25 @@ class CacheInvariantsTest : public ::testing::Test {
     return found;
   }
 
+  // Sets node's deadline to `broken`, expects a check to report `what`,
+  // then puts the deadline back and expects the check to pass.
+  void ExpectCaughtWithDeadline(std::uint32_t node, std::int64_t broken,
+                                absl::string_view what) {
+    Shard& s = shard();
+    std::int64_t deadline;
+    {
+      MutexLock lock(s.mu);
+      deadline = s.pool.at(node).deadline;
+      s.pool.at(node).deadline = broken;
+    }
+    ExpectCaught(Check(), what);
+    {
+      MutexLock lock(s.mu);
+      s.pool.at(node).deadline = deadline;
+    }
+    EXPECT_EQ(Check(), absl::OkStatus());
+  }
+
   std::unique_ptr<IntCache> cache_;
 };
 
@@ -139,39 +158,24 @@ TEST_F(CacheInvariantsTest, CatchAnIndexHoldingANodeTwice) {
 }
 
 TEST_F(CacheInvariantsTest, CatchAFreeNodeOffTheFreeList) {
-  const std::uint32_t node = NodeOf(2);
-  Shard& s = shard();
-  std::int64_t deadline;
-  {
-    MutexLock lock(s.mu);
-    deadline = s.pool.at(node).deadline;
-    s.pool.at(node).deadline = Node::kFree;
-  }
-  ExpectCaught(Check(), "is not on the free list");
-  {
-    MutexLock lock(s.mu);
-    s.pool.at(node).deadline = deadline;
-  }
-  EXPECT_EQ(Check(), absl::OkStatus());
+  ExpectCaughtWithDeadline(NodeOf(2), Node::kFree, "is not on the free list");
 }
 
-// A Set storing a value in place marks the node only while it holds the
-// lock: a mark left behind would send every Get to the lock for good.
+// A Set storing a value in place marks the node only for the few
+// instructions of its write: a mark left behind would send every Get to
+// the lock, and every writer there waiting, for good.
 TEST_F(CacheInvariantsTest, CatchAWriteMarkLeftBehind) {
   static_assert(Node::kValueInPlace);
-  const std::uint32_t node = NodeOf(2);
+  ExpectCaughtWithDeadline(NodeOf(2), Node::kWriting,
+                           "is marked as being written");
+}
+
+// A load count left up would send the shard's Sets to the lock for good.
+TEST_F(CacheInvariantsTest, CatchALoadCountWithoutAFlight) {
   Shard& s = shard();
-  std::int64_t deadline;
-  {
-    MutexLock lock(s.mu);
-    deadline = s.pool.at(node).deadline;
-    s.pool.at(node).deadline = Node::kWriting;
-  }
-  ExpectCaught(Check(), "is marked as being written");
-  {
-    MutexLock lock(s.mu);
-    s.pool.at(node).deadline = deadline;
-  }
+  s.loads_open.fetch_add(1);
+  ExpectCaught(Check(), "loads open for 0 flights");
+  s.loads_open.fetch_sub(1);
   EXPECT_EQ(Check(), absl::OkStatus());
 }
 

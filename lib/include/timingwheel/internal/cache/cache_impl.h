@@ -666,10 +666,7 @@ class CacheImpl {
       CacheReadSection read(epochs_);
       if (!read.active()) return out;
       bool absent;
-      const std::uint32_t i = s.index.FindShared(
-          h.tag,
-          [&](std::uint32_t j) { return KeyIs(SharedNode(s, j).key(), key); },
-          absent);
+      const std::uint32_t i = FindShared(s, key, h, absent);
       if (i == kCacheNil) {
         if (!absent || !misses) return out;
         read.slot().Count(read.slot().misses);
@@ -700,6 +697,18 @@ class CacheImpl {
       s.mu.Unlock();
     }
     return out;
+  }
+
+  // The node of `key` in shard s, looked up without the lock inside a read
+  // section (CacheIndex::FindShared): kCacheNil if not found, then
+  // `absent` tells whether the miss can be trusted.
+  template <typename Q>
+  std::uint32_t FindShared(const Shard& s, const Q& key, const Hashed& h,
+                           bool& absent) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return s.index.FindShared(
+        h.tag,
+        [&](std::uint32_t j) { return KeyIs(SharedNode(s, j).key(), key); },
+        absent);
   }
 
   // Node j of shard s, for a Get in its read section (Pool::SharedAt).
@@ -847,10 +856,7 @@ class CacheImpl {
       CacheReadSection read(epochs_);
       if (!read.active()) return false;
       bool absent;
-      const std::uint32_t i = s.index.FindShared(
-          h.tag,
-          [&](std::uint32_t j) { return KeyIs(SharedNode(s, j).key(), key); },
-          absent);
+      const std::uint32_t i = FindShared(s, key, h, absent);
       if (i == kCacheNil) return false;
       Node& n = s.pool.SharedAt(i);
       const std::int64_t now = NowNs();

@@ -20,7 +20,8 @@ inline constexpr std::uint32_t kCacheNil =
     std::numeric_limits<std::uint32_t>::max();
 
 // Whether a Set that replaces a value stores the new one into the node a
-// Get may be reading (CacheImpl::ReplaceInPlaceLocked) rather than swapping
+// Get may be reading (CacheImpl::ReplaceInPlaceLocked, SetWithoutLock)
+// rather than swapping
 // in a new node: a value of one word or less, copied by a single lock-free
 // atomic load or store, so a Get reads the old or the new value whole.
 // CacheValueWord<V>::kInPlace says so, and kAlign is the alignment its
@@ -51,7 +52,7 @@ inline constexpr bool kCacheValueInPlace = CacheValueWord<V>::kInPlace;
 // change it (a sliding hit moves it), hence an atomic; key and value never
 // change while a Get can reach the node, except a value that
 // kCacheValueInPlace lets a Set store in place, with atomic stores inside
-// a kWriting section (CacheImpl::ReplaceInPlaceLocked).
+// a kWriting section (CacheImpl::ReplaceInPlaceLocked, SetWithoutLock).
 template <typename K, typename V>
 struct CacheNode {
   static constexpr bool kValueInPlace = kCacheValueInPlace<V>;

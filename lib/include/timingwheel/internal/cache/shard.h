@@ -62,8 +62,10 @@ struct alignas(64) CacheShard {
   // bucket), and an entry is in one bucket's list at most, its links reset
   // when in none; unbounded, no entry is in a policy list; last_hit is an
   // entry or none; the retired nodes are exactly those waiting in
-  // retired_nodes, each once. `hash_of` hashes a stored key; `same_key`
-  // compares two. O(nodes + index slots); for tests and checking builds.
+  // retired_nodes, each once; loads_open counts the flights (under the
+  // lock no GetOrLoad is between its announcement and its flight). `hash_of`
+  // hashes a stored key; `same_key` compares two. O(nodes + index slots); for
+  // tests and checking builds.
   template <typename HashOf, typename SameKey>
   absl::Status CheckInvariants(const HashOf& hash_of,
                                const SameKey& same_key) const
@@ -107,6 +109,10 @@ struct alignas(64) CacheShard {
                  " in the index, size ", size.load(std::memory_order_relaxed));
     TW_INVARIANT(sentinels == buckets.size(), "CacheShard ", id, ": ",
                  sentinels, " sentinels for ", buckets.size(), " buckets");
+    TW_INVARIANT(loads_open.load(std::memory_order_relaxed) == flights.size(),
+                 "CacheShard ", id, ": ",
+                 loads_open.load(std::memory_order_relaxed), " loads open for ",
+                 flights.size(), " flights");
     std::vector<bool> waiting(extent);
     for (const auto& retired_node : retired_nodes) {
       const std::uint32_t i = retired_node.second;
