@@ -22,7 +22,7 @@ using StringEq = std::equal_to<std::string>;
 template class CacheImpl<std::string, std::string, StringHash, StringEq>;
 // A value a Set stores in place (CacheNode::kValueInPlace).
 template class CacheImpl<std::string, std::uint64_t, StringHash, StringEq>;
-template struct CacheShard<std::string, std::string, StringHash, StringEq>;
+template class CacheShard<std::string, std::string, StringHash, StringEq>;
 template class CacheFlight<std::string>;
 template class EventLoop<std::string, std::unique_ptr<int>, StringHash,
                          StringEq>;

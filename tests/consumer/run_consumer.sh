@@ -94,7 +94,7 @@ if command -v clang++ >/dev/null; then
     "$here/thread_safety_violation.cc" "${cflags[@]}" >"$tmp/tsa.log" 2>&1; then
     fail "thread_safety_violation.cc compiled: -Wthread-safety sees no lock"
   fi
-  grep -q "requires holding mutex 'shard.mu'" "$tmp/tsa.log" \
+  grep -q "requires holding mutex 'shard.mu_'" "$tmp/tsa.log" \
     || { cat "$tmp/tsa.log"; fail "thread_safety_violation.cc failed otherwise"; }
   echo "thread_safety_violation.cc refused, as it must"
 else

@@ -6,11 +6,13 @@
 // Each thread that reads gets a reader slot, a small process-wide number
 // (ThisThreadReaderSlot) that indexes a per-cache array of CacheReaderSlot.
 // A Get announces the cache's current epoch in its slot on entry and clears
-// it on exit. A writer that unlinks something retires it under the current
-// epoch E; the epoch moves from E to E + 1 only once every announced slot
-// shows E; so once the epoch is E + 2, every Get that announced E or earlier
-// has ended, and no later Get can reach what was unlinked before E ended.
-// See docs/cache.md, "Reads without a lock".
+// it on exit. A writer that unlinks something retires it under the epoch E
+// it reads after the unlink (RetireEpoch); the epoch moves from E to E + 1
+// only once every announced slot shows E; so once the epoch is
+// E + kCacheEpochGrace, every Get that announced E or earlier has ended,
+// and no later Get can reach what was unlinked. The fences that make this
+// hold in the C++ memory model (a reader's announcement, a retirer's epoch
+// read, an advancer's scan) are argued in docs/cache.md, "Ordering".
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_EPOCH_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_EPOCH_H_
 
@@ -19,8 +21,16 @@
 #include <mutex>
 #include <vector>
 
+#include "timingwheel/internal/cache/schedule_point.h"
+
 namespace timingwheel {
 namespace internal {
+
+// How many epochs after the one it was retired in a thing may be freed:
+// the epoch it was retired in may still have readers, and so may the one
+// after (a reader that read the epoch just before it moved on); none can
+// have announced E + 2 and still reach it.
+inline constexpr std::uint64_t kCacheEpochGrace = 2;
 
 // How many threads can read a cache lock-free at once; a thread that finds
 // none free reads under its shard's lock instead, as every thread did
@@ -99,6 +109,25 @@ class CacheEpochs {
     return epoch_.load(std::memory_order_acquire);
   }
 
+  // The epoch to retire what the caller has just unlinked under. The
+  // sequentially consistent fence orders the unlink before the read, and
+  // pairs with a reader's announcement (CacheReadSection): either that
+  // reader's later reads see the unlink, or the epoch read here is at
+  // least the one the reader announced.
+  std::uint64_t RetireEpoch() const {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    TW_CACHE_STEP("epoch.retire_read");
+    return epoch_.load(std::memory_order_acquire);
+  }
+
+  // Whether something retired in epoch `retired` may be freed once the
+  // epoch is `now`.
+  static bool Reclaimable(std::uint64_t retired, std::uint64_t now) {
+    const std::uint64_t grace =
+        TW_CACHE_MUTANT(kEarlyFree) ? kCacheEpochGrace - 1 : kCacheEpochGrace;
+    return retired + grace <= now;
+  }
+
   CacheReaderSlot& slot(int i) { return slots_[i]; }
   const CacheReaderSlot& slot(int i) const { return slots_[i]; }
 
@@ -110,12 +139,15 @@ class CacheEpochs {
     // Pairs with the fence of a reader's announcement (Enter): either this
     // scan sees the reader's slot, or the reader sees the unlink.
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    TW_CACHE_STEP("epoch.advance_read");
     std::uint64_t e = epoch_.load(std::memory_order_acquire);
     const int n = CacheReaderSlotRegistry::Get().high_water();
     for (int i = 0; i < n; ++i) {
+      TW_CACHE_STEP("epoch.scan_slot");
       const std::uint64_t a = slots_[i].epoch.load(std::memory_order_acquire);
       if (a != 0 && a != e) return e;
     }
+    TW_CACHE_STEP("epoch.advance");
     if (epoch_.compare_exchange_strong(e, e + 1, std::memory_order_acq_rel)) {
       return e + 1;
     }
@@ -143,16 +175,25 @@ class CacheReadSection {
       nested_ = true;
       return;
     }
-    // Sequentially consistent, before any read of the structures: either
-    // a writer's scan (TryAdvance) sees this announcement, or this reader
-    // sees what the writer unlinked before it scanned. A release too: a
-    // scan that reads it has everything this thread read before it (its
-    // earlier sections) happen before the writer frees what it retired.
-    slot_->epoch.exchange(epochs.epoch_.load(std::memory_order_relaxed),
-                          std::memory_order_seq_cst);
+    // The announcement, then a sequentially consistent fence before any
+    // read of the structures. It pairs with the fence of every writer's
+    // scan (TryAdvance) and epoch read (RetireEpoch): the C++ model orders
+    // one of two such fences first, so either the writer's later read of
+    // this slot sees the announcement, or this reader's later reads see
+    // what the writer unlinked before its fence. (An exchange alone is a
+    // full barrier on x86, but the model promises nothing for it against
+    // the acquire loads after it.) The epoch read may be stale: a slot
+    // showing an old epoch only holds the epoch back.
+    TW_CACHE_STEP("epoch.announce");
+    slot_->epoch.store(epochs.epoch_.load(std::memory_order_relaxed),
+                       std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   }
+  // Release: whatever this section read happens before a writer that
+  // reads the cleared slot frees it.
   ~CacheReadSection() {
     if (slot_ != nullptr && !nested_) {
+      TW_CACHE_STEP("epoch.leave");
       slot_->epoch.store(0, std::memory_order_release);
     }
   }

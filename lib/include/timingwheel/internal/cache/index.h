@@ -20,11 +20,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/node.h"
+#include "timingwheel/internal/cache/retired.h"
+#include "timingwheel/internal/cache/schedule_point.h"
 
 namespace timingwheel {
 namespace internal {
@@ -77,12 +80,15 @@ class CacheIndex {
   std::uint32_t FindShared(std::uint32_t tag, const IsKey& is_key,
                            bool& absent) const {
     absent = false;
+    TW_CACHE_STEP("index.shifts_begin");
     const std::uint32_t shifts = shifts_.load(std::memory_order_acquire);
+    TW_CACHE_STEP("index.published");
     const Table* t = published_.load(std::memory_order_acquire);
     // At most one lap: slots read at different moments may show no empty
     // one.
     for (std::size_t i = t == nullptr ? 0 : t->Home(tag), k = 0;
          t != nullptr && k < t->capacity; i = t->Next(i), ++k) {
+      TW_CACHE_STEP("index.slot");
       const std::uint64_t w = t->Load(i, std::memory_order_acquire);
       if (NodeOf(w) == kCacheNil) break;
       if (TagOf(w) == tag && is_key(NodeOf(w))) return NodeOf(w);
@@ -90,17 +96,26 @@ class CacheIndex {
     }
     // A sequence lock's read side: no Erase began or ended meanwhile.
     std::atomic_thread_fence(std::memory_order_acquire);
+    TW_CACHE_STEP("index.shifts_end");
     absent =
         (shifts & 1) == 0 && shifts_.load(std::memory_order_relaxed) == shifts;
     return kCacheNil;
   }
 
-  // Adds `node` (whose key is not present) under `tag`. May throw
-  // std::bad_alloc when growing (nothing changes then).
-  void Insert(std::uint32_t tag, std::uint32_t node) {
+  // Makes room for one more node, growing the table if it would be too
+  // full: after it, one Insert allocates nothing and cannot throw. May
+  // throw std::bad_alloc when growing (nothing changes then).
+  void ReserveOne() {
     if ((size_ + 1) * 4 > capacity() * 3) {
       Resize(table_ == nullptr ? kMinCapacity : capacity() * 3 / 2);
     }
+  }
+
+  // Adds `node` (whose key is not present) under `tag`. May throw
+  // std::bad_alloc when growing (nothing changes then), never after
+  // ReserveOne.
+  void Insert(std::uint32_t tag, std::uint32_t node) {
+    ReserveOne();
     Place(*table_, Word(tag, node));
     ++size_;
   }
@@ -132,6 +147,7 @@ class CacheIndex {
     const std::uint32_t shifts = shifts_.load(std::memory_order_relaxed);
     shifts_.store(shifts + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
+    TW_CACHE_STEP("index.erase_shift");
     for (std::size_t j = t.Next(i);; j = t.Next(j)) {
       const std::uint64_t w = t.Load(j, std::memory_order_relaxed);
       if (NodeOf(w) == kCacheNil) break;
@@ -144,10 +160,16 @@ class CacheIndex {
       }
     }
     t.Store(i, kEmpty);
+    TW_CACHE_STEP("index.erase_end");
     shifts_.store(shifts + 2, std::memory_order_release);
     --size_;
     if (capacity() > kMinCapacity && size_ * 8 < capacity()) {
-      Resize(std::max(kMinCapacity, size_ * 2));
+      // Shrinking is only memory given back: without the memory to build
+      // the smaller table, the index stays as it is, and Erase never throws.
+      try {
+        Resize(std::max(kMinCapacity, size_ * 2));
+      } catch (const std::bad_alloc&) {
+      }
     }
   }
 
@@ -161,15 +183,20 @@ class CacheIndex {
     }
   }
 
-  // Removes everything; the table goes to the retired ones.
+  // Removes everything; the table goes to the retired ones. May throw
+  // std::bad_alloc (nothing changes then).
   void Clear() {
+    retired_.reserve(retired_.size() + 1);
     Retire();
     size_ = 0;
   }
 
-  // Moves the tables that resizes and Clear replaced to `retired`.
-  void TakeRetired(std::vector<std::shared_ptr<void>>& retired) {
-    for (auto& t : retired_) retired.emplace_back(std::move(t));
+  // The tables that resizes and Clear replaced: how many, and each handed
+  // to take(CacheBlock) (never throwing) and forgotten here.
+  std::size_t retired_count() const { return retired_.size(); }
+  template <typename Take>
+  void TakeRetired(const Take& take) {
+    for (auto& t : retired_) take(MakeCacheBlock(std::move(t)));
     retired_.clear();
   }
 
@@ -250,6 +277,7 @@ class CacheIndex {
       return slots[i].load(order);
     }
     void Store(std::size_t i, std::uint64_t w) {
+      TW_CACHE_STEP("index.store");
       slots[i].store(w, std::memory_order_release);
     }
     // A tag's home slot: its 32 bits scaled to the capacity, which need
@@ -280,8 +308,9 @@ class CacheIndex {
         const std::uint64_t w = table_->Load(i, std::memory_order_relaxed);
         if (NodeOf(w) != kCacheNil) Place(*bigger, w);
       }
-      retired_.reserve(retired_.size() + 1);
     }
+    retired_.reserve(retired_.size() + 1);
+    TW_CACHE_STEP("index.publish");
     published_.store(bigger.get(), std::memory_order_release);
     if (table_ != nullptr) retired_.push_back(std::move(table_));
     table_ = std::move(bigger);

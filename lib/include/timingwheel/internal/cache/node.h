@@ -9,8 +9,9 @@
 #include <cstdint>
 #include <limits>
 #include <new>
-#include <thread>
 #include <type_traits>
+
+#include "timingwheel/internal/cache/deadline.h"
 
 namespace timingwheel {
 namespace internal {
@@ -20,11 +21,10 @@ inline constexpr std::uint32_t kCacheNil =
     std::numeric_limits<std::uint32_t>::max();
 
 // Whether a Set that replaces a value stores the new one into the node a
-// Get may be reading (CacheImpl::ReplaceInPlaceLocked, SetWithoutLock)
-// rather than swapping
-// in a new node: a value of one word or less, copied by a single lock-free
-// atomic load or store, so a Get reads the old or the new value whole.
-// CacheValueWord<V>::kInPlace says so, and kAlign is the alignment its
+// Get may be reading (CacheShard::ReplaceInPlace, SetWithoutLock) rather
+// than swapping in a new node: a value of one word or less, copied by a single
+// lock-free atomic load or store, so a Get reads the old or the new value
+// whole. CacheValueWord<V>::kInPlace says so, and kAlign is the alignment its
 // storage needs (std::atomic_ref's, which only such a V may ask).
 template <typename V, bool = std::is_trivially_copyable_v<V> &&
                              (sizeof(V) == 1 || sizeof(V) == 2 ||
@@ -42,71 +42,37 @@ struct CacheValueWord<V, true> {
 template <typename V>
 inline constexpr bool kCacheValueInPlace = CacheValueWord<V>::kInPlace;
 
-// One cache entry: its key and value, its deadline and the two links of its
-// expiry bucket's list; 32 bytes for 8-byte keys and values. Key and value
-// are constructed while the node is an entry (deadline >= 0) or retired
-// (kRetired: removed, waiting for the Gets that may still read it); a
-// bucket's sentinel node uses only the expiry links, a free node `enext`
-// for the free list. What a Get reads comes first, so that it shares a
-// cache line: key, value, deadline. Gets read the deadline while writers
-// change it (a sliding hit moves it), hence an atomic; key and value never
+// One cache entry: its key and value, its deadline word and the two links
+// of its expiry bucket's list; 32 bytes for 8-byte keys and values. Key and
+// value are constructed while the node is an entry (a deadline >= 0, or
+// kWriting) or retired (kRetired: removed, waiting for the Gets that may
+// still read it); a bucket's sentinel node uses only the expiry links, a
+// free node `enext` for the free list. What a Get reads comes first, so
+// that it shares a cache line: key, value, deadline. Key and value never
 // change while a Get can reach the node, except a value that
-// kCacheValueInPlace lets a Set store in place, with atomic stores inside
-// a kWriting section (CacheImpl::ReplaceInPlaceLocked, SetWithoutLock).
+// kCacheValueInPlace lets a writer store in place, with atomic stores
+// between its Take and Publish of the deadline word (deadline.h).
 template <typename K, typename V>
 struct CacheNode {
   static constexpr bool kValueInPlace = kCacheValueInPlace<V>;
-  static constexpr std::int64_t kFree =
-      std::numeric_limits<std::int64_t>::min();
-  static constexpr std::int64_t kSentinel = kFree + 1;
-  static constexpr std::int64_t kRetired = kFree + 2;
-  // An entry whose value a Set is storing in place, or that a writer under
-  // the lock holds while it reads or removes it (deadline_settled).
-  static constexpr std::int64_t kWriting = kFree + 3;
+  static constexpr std::int64_t kFree = CacheDeadline::kFree;
+  static constexpr std::int64_t kSentinel = CacheDeadline::kSentinel;
+  static constexpr std::int64_t kRetired = CacheDeadline::kRetired;
+  static constexpr std::int64_t kWriting = CacheDeadline::kWriting;
 
   alignas(K) unsigned char key_storage[sizeof(K)];
   alignas(CacheValueWord<V>::kAlign) unsigned char value_storage[sizeof(V)];
-  // ns of wheel time (INT64_MAX = never); kFree, kSentinel, kRetired for
-  // non-entries.
-  std::atomic<std::int64_t> deadline{kFree};
+  // ns of wheel time (INT64_MAX = never), or a mark (deadline.h).
+  CacheDeadline deadline;
   std::uint32_t eprev = kCacheNil;  // expiry bucket's circular list
   std::uint32_t enext = kCacheNil;  // and the free list
 
-  bool is_entry() const { return deadline_now() >= 0; }
+  bool is_entry() const {
+    const std::int64_t d = deadline.Peek();
+    return d >= 0 || d == kWriting;
+  }
   // Key and value constructed: an entry, or retired.
-  bool has_value() const {
-    const std::int64_t d = deadline_now();
-    return d >= 0 || d == kRetired;
-  }
-  std::int64_t deadline_now() const {
-    return deadline.load(std::memory_order_relaxed);
-  }
-  // The deadline once no write holds the node: kWriting lasts the few
-  // instructions of a store in place, made without the shard's lock
-  // (CacheImpl::SetWithoutLock) or under it, so a writer holding the lock
-  // waits it out here before it acts on the node: spinning, then yielding
-  // (the other writer may have been descheduled). Past `max_yields` it
-  // gives up and returns kWriting (CheckInvariants: a mark left behind).
-  // Acquire: what that write stored is visible after.
-  std::int64_t deadline_settled(
-      std::uint64_t max_yields =
-          std::numeric_limits<std::uint64_t>::max()) const {
-    std::int64_t d = deadline.load(std::memory_order_acquire);
-    if constexpr (kValueInPlace) {
-      for (std::uint64_t k = 0; d == kWriting; ++k) {
-        if (k >= kSpinsBeforeYield) {
-          if (k - kSpinsBeforeYield >= max_yields) break;
-          std::this_thread::yield();
-        }
-        d = deadline.load(std::memory_order_acquire);
-      }
-    }
-    return d;
-  }
-  static constexpr std::uint64_t kSpinsBeforeYield = 64;
-  void set_deadline(std::int64_t d) {
-    deadline.store(d, std::memory_order_relaxed);
-  }
+  bool has_value() const { return is_entry() || deadline.Peek() == kRetired; }
   K& key() { return *std::launder(reinterpret_cast<K*>(key_storage)); }
   const K& key() const {
     return *std::launder(reinterpret_cast<const K*>(key_storage));

@@ -11,7 +11,7 @@
 // Why a second pool beside the wheel's EntryPool (wheel/entry_pool.h): a
 // shard needs less. It owns its nodes (constructs and destroys key and
 // value, makes the buckets' sentinels) and gives its memory back only when
-// the shard is empty (MaybeRelease in cache_impl.h). EntryPool's shrink in
+// the shard is empty (CacheShard::Finish). EntryPool's shrink in
 // bounded steps, with the owner relocating live entries, its slabs and its
 // free marks kept in the entries' links are machinery a shard would never
 // run.
@@ -32,6 +32,8 @@
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/node.h"
+#include "timingwheel/internal/cache/retired.h"
+#include "timingwheel/internal/cache/schedule_point.h"
 
 namespace timingwheel {
 namespace internal {
@@ -81,6 +83,7 @@ class CachePool {
   // Node i, for a Get without the lock, inside a read section, where i came
   // from the index: its chunk is published before any index slot names it.
   Node& SharedAt(std::uint32_t i) const {
+    TW_CACHE_STEP("pool.shared_at");
     const Directory* d = dir_.load(std::memory_order_acquire);
     std::byte* chunk =
         d->chunks[i >> kChunkBits].load(std::memory_order_acquire);
@@ -90,15 +93,25 @@ class CachePool {
   static Extra& SharedExtra(Node& n) { return *ExtraOf(&n); }
 
   // An entry node holding the key (a K made from `key`) and the value
-  // (deadline 0, ttl 0, unlinked).
-  // Throws std::bad_alloc when memory runs out (nothing changed then).
+  // (deadline 0, ttl 0, unlinked). Throws what allocating a chunk or
+  // constructing K or V throws, with nothing changed then.
   template <typename KeyArg>
   std::uint32_t Allocate(KeyArg&& key, V value) {
     const std::uint32_t i = Take();
     Node& n = at(i);
-    ::new (static_cast<void*>(n.key_storage)) K(std::forward<KeyArg>(key));
-    ::new (static_cast<void*>(n.value_storage)) V(std::move(value));
-    n.set_deadline(0);
+    try {
+      ::new (static_cast<void*>(n.key_storage)) K(std::forward<KeyArg>(key));
+      try {
+        ::new (static_cast<void*>(n.value_storage)) V(std::move(value));
+      } catch (...) {
+        n.key().~K();
+        throw;
+      }
+    } catch (...) {
+      PutBack(i);
+      throw;
+    }
+    n.deadline.Init(0);
     return i;
   }
 
@@ -106,25 +119,22 @@ class CachePool {
   std::uint32_t AllocateSentinel() {
     const std::uint32_t i = Take();
     Node& n = at(i);
-    n.set_deadline(Node::kSentinel);
+    n.deadline.InitSentinel();
     n.eprev = n.enext = i;
     return i;
   }
 
-  // Marks entry i removed: Gets that find it treat it as absent, and its
-  // key and value stay until Free. Returns the deadline it had (kRetired if
-  // the caller marked it so already). A swap from the settled deadline, so
-  // that a slide or a store in place made without the lock either lands
-  // first or finds it removed; after it no one changes the value.
+  // Marks entry i removed (CacheDeadline::Retire, from its settled
+  // deadline): Gets that find it treat it as absent, and its key and value
+  // stay until Free. Returns the deadline it had (kRetired if it was
+  // retired already). After it no one changes the value.
   std::int64_t Retire(std::uint32_t i) {
-    Node& n = at(i);
+    CacheDeadline& word = at(i).deadline;
     for (;;) {
-      std::int64_t d = n.deadline_settled();
-      TW_DCHECK(d >= 0 || d == Node::kRetired);
-      if (n.deadline.compare_exchange_strong(d, Node::kRetired,
-                                             std::memory_order_acq_rel)) {
-        return d;
-      }
+      std::int64_t d = word.Settled();
+      if (d == Node::kRetired) return d;
+      TW_DCHECK(CacheDeadline::IsDeadline(d));
+      if (word.Retire(d)) return d;
     }
   }
 
@@ -132,12 +142,11 @@ class CachePool {
   // free list. No Get may still be reading it.
   void Free(std::uint32_t i) {
     Node& n = at(i);
-    TW_DCHECK(n.deadline_now() != Node::kFree);  // not freed twice
     if (n.has_value()) {
       n.key().~K();
       n.value().~V();
     }
-    n.set_deadline(Node::kFree);
+    n.deadline.Free();
     n.eprev = kCacheNil;
     if (extras_) {
       Extra& x = extra(i);
@@ -161,22 +170,31 @@ class CachePool {
   }
 
   // Empties a pool that holds no entry and no retired node: its chunks and
-  // directory go to `retired` (freed once no Get can be reading them).
-  void RetireAll(std::vector<std::shared_ptr<void>>& retired) {
+  // directory are retired (TakeRetired; freed once no Get can be reading
+  // them). May throw std::bad_alloc (nothing changes then).
+  void RetireAll() {
+    retired_.reserve(retired_.size() + chunks_.size() + 1);
     DestroyValues();  // sentinels only: no key or value
-    for (auto& c : chunks_) retired.emplace_back(std::move(c));
+    for (auto& c : chunks_) retired_.push_back(BlockOf(std::move(c)));
     chunks_.clear();
     chunks_.shrink_to_fit();
-    if (dir_owner_ != nullptr) retired.emplace_back(std::move(dir_owner_));
+    if (dir_owner_ != nullptr) {
+      retired_.push_back(MakeCacheBlock(std::move(dir_owner_)));
+    }
+    TW_CACHE_STEP("pool.unpublish");
     dir_.store(nullptr, std::memory_order_release);
     extent_ = 0;
     free_ = kCacheNil;
   }
 
-  // Moves the directories that growth replaced to `retired`.
-  void TakeRetired(std::vector<std::shared_ptr<void>>& retired) {
-    for (auto& d : retired_dirs_) retired.emplace_back(std::move(d));
-    retired_dirs_.clear();
+  // The directories that growth replaced and the chunks RetireAll gave
+  // back: how many, and each handed to take(CacheBlock) (never throwing)
+  // and forgotten here.
+  std::size_t retired_count() const { return retired_.size(); }
+  template <typename Take>
+  void TakeRetired(const Take& take) {
+    for (auto& b : retired_) take(std::move(b));
+    retired_.clear();
   }
 
   // The first broken invariant, or OK: the chunks hold the extent; the free
@@ -190,14 +208,14 @@ class CachePool {
     for (std::uint32_t i = free_; i != kCacheNil; i = at(i).enext) {
       TW_INVARIANT(i < extent_, "CachePool: free list holds ", i,
                    ", not below the extent ", extent_);
-      TW_INVARIANT(at(i).deadline_now() == Node::kFree, "CachePool: free list ",
-                   "holds node ", i, ", in use");
+      TW_INVARIANT(at(i).deadline.Peek() == Node::kFree,
+                   "CachePool: free list ", "holds node ", i, ", in use");
       TW_INVARIANT(!listed[i], "CachePool: node ", i,
                    " is on the free list twice");
       listed[i] = true;
     }
     for (std::uint32_t i = 0; i < extent_; ++i) {
-      TW_INVARIANT(listed[i] || at(i).deadline_now() != Node::kFree,
+      TW_INVARIANT(listed[i] || at(i).deadline.Peek() != Node::kFree,
                    "CachePool: free node ", i, " is not on the free list");
     }
     return absl::OkStatus();
@@ -207,13 +225,18 @@ class CachePool {
   std::uint32_t Take() {
     if (free_ != kCacheNil) {
       const std::uint32_t i = free_;
-      TW_DCHECK(at(i).deadline_now() == Node::kFree);
+      TW_DCHECK(at(i).deadline.Peek() == Node::kFree);
       free_ = at(i).enext;
       at(i).enext = kCacheNil;
       return i;
     }
     if ((extent_ & (kChunk - 1)) == 0) AddChunk();
     return extent_++;
+  }
+  // Gives back a node Take just handed out, never published.
+  void PutBack(std::uint32_t i) {
+    at(i).enext = free_;
+    free_ = i;
   }
 
   // Gets find chunks through the directory; a full one is copied into one
@@ -239,6 +262,11 @@ class CachePool {
     }
   };
   using Chunk = std::unique_ptr<std::byte[], ChunkDelete>;
+  static CacheBlock BlockOf(Chunk chunk) {
+    return CacheBlock(chunk.release(), [](void* p) {
+      ::operator delete (p, std::align_val_t{kAlign});
+    });
+  }
   static_assert(std::is_trivially_destructible_v<Node> &&
                 std::is_trivially_destructible_v<Extra>);
   static constexpr std::size_t RoundUp(std::size_t n, std::size_t a) {
@@ -265,20 +293,26 @@ class CachePool {
     }
     return chunk;
   }
+  // Everything that can throw comes before the directory is published.
   void AddChunk() {
     Chunk chunk = MakeChunk();
     const std::size_t k = chunks_.size();
+    chunks_.reserve(k + 1);
     if (dir_owner_ == nullptr || k == dir_owner_->capacity) {
-      auto bigger = std::make_shared<Directory>(std::max<std::size_t>(
+      auto bigger = std::make_unique<Directory>(std::max<std::size_t>(
           16, dir_owner_ == nullptr ? 0 : 2 * dir_owner_->capacity));
       for (std::size_t j = 0; j < k; ++j) {
         bigger->chunks[j].store(chunks_[j].get(), std::memory_order_relaxed);
       }
+      retired_.reserve(retired_.size() + 1);
+      TW_CACHE_STEP("pool.publish_directory");
       dir_.store(bigger.get(), std::memory_order_release);
-      if (dir_owner_ != nullptr) retired_dirs_.push_back(std::move(dir_owner_));
+      if (dir_owner_ != nullptr) {
+        retired_.push_back(MakeCacheBlock(std::move(dir_owner_)));
+      }
       dir_owner_ = std::move(bigger);
     }
-    chunks_.reserve(k + 1);
+    TW_CACHE_STEP("pool.publish_chunk");
     dir_owner_->chunks[k].store(chunk.get(), std::memory_order_release);
     chunks_.push_back(std::move(chunk));
   }
@@ -288,7 +322,7 @@ class CachePool {
       if (n.has_value()) {
         n.key().~K();
         n.value().~V();
-        n.set_deadline(Node::kFree);
+        n.deadline.Free();
       }
     }
   }
@@ -296,9 +330,9 @@ class CachePool {
   const bool extras_;
   const std::size_t stride_;
   std::vector<Chunk> chunks_;
-  std::shared_ptr<Directory> dir_owner_;
+  std::unique_ptr<Directory> dir_owner_;
   std::atomic<Directory*> dir_{nullptr};
-  std::vector<std::shared_ptr<void>> retired_dirs_;
+  std::vector<CacheBlock> retired_;
   std::uint32_t extent_ = 0;
   std::uint32_t free_ = kCacheNil;
 };
