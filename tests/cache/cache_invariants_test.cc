@@ -58,10 +58,12 @@ class CacheInvariantsTest : public ::testing::Test {
   // The node of a present key.
   std::uint32_t NodeOf(int key) {
     Shard& s = shard();
-    MutexLock lock(s.mu);
+    MutexLock lock(CacheTestPeer::Mu(s));
     std::uint32_t found = kCacheNil;
-    for (std::uint32_t i = 0; i < s.pool.extent(); ++i) {
-      if (s.pool.at(i).is_entry() && s.pool.at(i).key() == key) found = i;
+    for (std::uint32_t i = 0; i < CacheTestPeer::Pool(s).extent(); ++i) {
+      if (CacheTestPeer::Pool(s).at(i).is_entry() &&
+          CacheTestPeer::Pool(s).at(i).key() == key)
+        found = i;
     }
     return found;
   }
@@ -73,14 +75,15 @@ class CacheInvariantsTest : public ::testing::Test {
     Shard& s = shard();
     std::int64_t deadline;
     {
-      MutexLock lock(s.mu);
-      deadline = s.pool.at(node).deadline;
-      s.pool.at(node).deadline = broken;
+      MutexLock lock(CacheTestPeer::Mu(s));
+      deadline = CacheTestPeer::Pool(s).at(node).deadline.Peek();
+      CacheTestPeer::SetWord(CacheTestPeer::Pool(s).at(node).deadline, broken);
     }
     ExpectCaught(Check(), what);
     {
-      MutexLock lock(s.mu);
-      s.pool.at(node).deadline = deadline;
+      MutexLock lock(CacheTestPeer::Mu(s));
+      CacheTestPeer::SetWord(CacheTestPeer::Pool(s).at(node).deadline,
+                             deadline);
     }
     EXPECT_EQ(Check(), absl::OkStatus());
   }
@@ -104,14 +107,14 @@ TEST_F(CacheInvariantsTest, CatchABrokenBucketLink) {
   Shard& s = shard();
   std::uint32_t eprev;
   {
-    MutexLock lock(s.mu);
-    eprev = s.pool.at(node).eprev;
-    s.pool.at(node).eprev = node;  // points at itself
+    MutexLock lock(CacheTestPeer::Mu(s));
+    eprev = CacheTestPeer::Pool(s).at(node).eprev;
+    CacheTestPeer::Pool(s).at(node).eprev = node;  // points at itself
   }
   ExpectCaught(Check(), "links back to");
   {
-    MutexLock lock(s.mu);
-    s.pool.at(node).eprev = eprev;
+    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheTestPeer::Pool(s).at(node).eprev = eprev;
   }
   EXPECT_EQ(Check(), absl::OkStatus());
 }
@@ -121,15 +124,18 @@ TEST_F(CacheInvariantsTest, CatchANodeInTwoBuckets) {
   ASSERT_TRUE(cache_->Set(9, 90, absl::Seconds(5)).ok());  // a second bucket
   Shard& s = shard();
   {
-    MutexLock lock(s.mu);
-    ASSERT_EQ(s.buckets.size(), 2u);
+    MutexLock lock(CacheTestPeer::Mu(s));
+    ASSERT_EQ(CacheTestPeer::Buckets(s).size(), 2u);
     // The second bucket's sentinel, which 9's node alone links to.
     std::uint32_t sentinel = kCacheNil;
-    for (const auto& [tick, b] : s.buckets) {
-      if (s.pool.at(s.pool.at(b).enext).key() == 9) sentinel = b;
+    for (const auto& [tick, b] : CacheTestPeer::Buckets(s)) {
+      if (CacheTestPeer::Pool(s).at(CacheTestPeer::Pool(s).at(b).enext).key() ==
+          9)
+        sentinel = b;
     }
     ASSERT_NE(sentinel, kCacheNil);
-    s.pool.at(sentinel).enext = node;  // node 1's bucket's list, entered
+    CacheTestPeer::Pool(s).at(sentinel).enext =
+        node;  // node 1's bucket's list, entered
   }
   ExpectCaught(Check(), "links back to");
   // Deleting 9 unlinks its node, which rewrites the sentinel's link.
@@ -146,13 +152,13 @@ TEST_F(CacheInvariantsTest, CatchAnIndexHoldingANodeTwice) {
       MixHash(static_cast<std::uint64_t>(absl::Hash<int>()(4))));
   Shard& s = shard();
   {
-    MutexLock lock(s.mu);
-    s.index.Insert(tag, node);
+    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheTestPeer::Index(s).Insert(tag, node);
   }
   ExpectCaught(Check(), "is held twice");
   {
-    MutexLock lock(s.mu);
-    s.index.Erase(tag, node);
+    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheTestPeer::Index(s).Erase(tag, node);
   }
   EXPECT_EQ(Check(), absl::OkStatus());
 }
@@ -173,9 +179,9 @@ TEST_F(CacheInvariantsTest, CatchAWriteMarkLeftBehind) {
 // A load count left up would send the shard's Sets to the lock for good.
 TEST_F(CacheInvariantsTest, CatchALoadCountWithoutAFlight) {
   Shard& s = shard();
-  s.loads_open.fetch_add(1);
+  CacheTestPeer::LoadsOpen(s).fetch_add(1);
   ExpectCaught(Check(), "loads open for 0 flights");
-  s.loads_open.fetch_sub(1);
+  CacheTestPeer::LoadsOpen(s).fetch_sub(1);
   EXPECT_EQ(Check(), absl::OkStatus());
 }
 
@@ -184,14 +190,14 @@ TEST_F(CacheInvariantsTest, CatchAPolicySegmentMislabelled) {
   Shard& s = shard();
   int segment;
   {
-    MutexLock lock(s.mu);
-    segment = s.pool.extra(node).segment();
-    s.pool.extra(node).set_segment(segment == 0 ? 1 : 0);
+    MutexLock lock(CacheTestPeer::Mu(s));
+    segment = CacheTestPeer::Pool(s).extra(node).segment();
+    CacheTestPeer::Pool(s).extra(node).set_segment(segment == 0 ? 1 : 0);
   }
   ExpectCaught(Check(), "CachePolicy: node");
   {
-    MutexLock lock(s.mu);
-    s.pool.extra(node).set_segment(segment);
+    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheTestPeer::Pool(s).extra(node).set_segment(segment);
   }
   EXPECT_EQ(Check(), absl::OkStatus());
 }
@@ -201,15 +207,15 @@ TEST_F(CacheInvariantsTest, CatchABucketWithoutASentinel) {
   Shard& s = shard();
   std::uint32_t sentinel;
   {
-    MutexLock lock(s.mu);
-    ASSERT_EQ(s.buckets.size(), 1u);
-    sentinel = s.buckets.begin()->second;
-    s.buckets.begin()->second = node;
+    MutexLock lock(CacheTestPeer::Mu(s));
+    ASSERT_EQ(CacheTestPeer::Buckets(s).size(), 1u);
+    sentinel = CacheTestPeer::Buckets(s).begin()->second;
+    CacheTestPeer::Buckets(s).begin()->second = node;
   }
   ExpectCaught(Check(), "is not one");
   {
-    MutexLock lock(s.mu);
-    s.buckets.begin()->second = sentinel;
+    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheTestPeer::Buckets(s).begin()->second = sentinel;
   }
   EXPECT_EQ(Check(), absl::OkStatus());
 }

@@ -66,7 +66,7 @@ class AllShardsLocked {
  public:
   explicit AllShardsLocked(WordCache& cache) {
     for (std::size_t k = 0; k < CacheTestPeer::Shards(cache); ++k) {
-      auto& mu = CacheTestPeer::Shard(cache, k).mu;
+      auto& mu = CacheTestPeer::Mu(CacheTestPeer::Shard(cache, k));
       mu.Lock();
       held_.push_back(&mu);
     }

@@ -5,8 +5,11 @@
 #ifndef TIMINGWHEEL_TESTS_CACHE_CACHE_TEST_PEER_H_
 #define TIMINGWHEEL_TESTS_CACHE_CACHE_TEST_PEER_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "timingwheel/cache.h"
 
@@ -21,11 +24,43 @@ class CacheTestPeer {
     return Impl(cache).CheckInvariants();
   }
 
-  // Shard k of the cache; the caller takes its mu to touch what it guards.
+  // Shard k of the cache.
   template <typename K, typename V, typename H, typename E>
   static CacheShard<K, V, H, E>& Shard(Cache<K, V, H, E>& cache,
                                        std::size_t k) {
     return *Impl(cache).shards_[k];
+  }
+
+  // A shard's private parts, to break on purpose; the caller holds Mu.
+  template <typename S>
+  static Mutex& Mu(S& shard) {
+    return shard.mu_;
+  }
+  template <typename S>
+  static auto& Pool(S& shard) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return shard.pool_;
+  }
+  template <typename S>
+  static auto& Index(S& shard) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return shard.index_;
+  }
+  template <typename S>
+  static auto& Buckets(S& shard) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return shard.buckets_;
+  }
+  template <typename S>
+  static auto& LoadsOpen(S& shard) {
+    return shard.loads_open_;
+  }
+  // How many nodes the shard has retired and not yet freed.
+  template <typename S>
+  static std::size_t RetiredNodes(S& shard) {
+    MutexLock lock(shard.mu_);
+    return shard.retired_nodes_.size();
+  }
+  // Overwrites a node's deadline word, as no transition would.
+  static void SetWord(CacheDeadline& word, std::int64_t value) {
+    word.word_.store(value, std::memory_order_relaxed);
   }
 
   // The cache's epochs, to hold a read section open as a Get would.
