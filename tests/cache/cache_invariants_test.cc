@@ -58,7 +58,7 @@ class CacheInvariantsTest : public ::testing::Test {
   // The node of a present key.
   std::uint32_t NodeOf(int key) {
     Shard& s = shard();
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     std::uint32_t found = kCacheNil;
     for (std::uint32_t i = 0; i < CacheTestPeer::Pool(s).extent(); ++i) {
       if (CacheTestPeer::Pool(s).at(i).is_entry() &&
@@ -75,13 +75,13 @@ class CacheInvariantsTest : public ::testing::Test {
     Shard& s = shard();
     std::int64_t deadline;
     {
-      MutexLock lock(CacheTestPeer::Mu(s));
+      CacheMutexLock lock(CacheTestPeer::Mu(s));
       deadline = CacheTestPeer::Pool(s).at(node).deadline.Peek();
       CacheTestPeer::SetWord(CacheTestPeer::Pool(s).at(node).deadline, broken);
     }
     ExpectCaught(Check(), what);
     {
-      MutexLock lock(CacheTestPeer::Mu(s));
+      CacheMutexLock lock(CacheTestPeer::Mu(s));
       CacheTestPeer::SetWord(CacheTestPeer::Pool(s).at(node).deadline,
                              deadline);
     }
@@ -107,13 +107,13 @@ TEST_F(CacheInvariantsTest, CatchABrokenBucketLink) {
   Shard& s = shard();
   std::uint32_t eprev;
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     eprev = CacheTestPeer::Pool(s).at(node).eprev;
     CacheTestPeer::Pool(s).at(node).eprev = node;  // points at itself
   }
   ExpectCaught(Check(), "links back to");
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     CacheTestPeer::Pool(s).at(node).eprev = eprev;
   }
   EXPECT_EQ(Check(), absl::OkStatus());
@@ -124,7 +124,7 @@ TEST_F(CacheInvariantsTest, CatchANodeInTwoBuckets) {
   ASSERT_TRUE(cache_->Set(9, 90, absl::Seconds(5)).ok());  // a second bucket
   Shard& s = shard();
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     ASSERT_EQ(CacheTestPeer::Buckets(s).size(), 2u);
     // The second bucket's sentinel, which 9's node alone links to.
     std::uint32_t sentinel = kCacheNil;
@@ -152,12 +152,12 @@ TEST_F(CacheInvariantsTest, CatchAnIndexHoldingANodeTwice) {
       MixHash(static_cast<std::uint64_t>(absl::Hash<int>()(4))));
   Shard& s = shard();
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     CacheTestPeer::Index(s).Insert(tag, node);
   }
   ExpectCaught(Check(), "is held twice");
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     CacheTestPeer::Index(s).Erase(tag, node);
   }
   EXPECT_EQ(Check(), absl::OkStatus());
@@ -190,13 +190,13 @@ TEST_F(CacheInvariantsTest, CatchAPolicySegmentMislabelled) {
   Shard& s = shard();
   int segment;
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     segment = CacheTestPeer::Pool(s).extra(node).segment();
     CacheTestPeer::Pool(s).extra(node).set_segment(segment == 0 ? 1 : 0);
   }
   ExpectCaught(Check(), "CachePolicy: node");
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     CacheTestPeer::Pool(s).extra(node).set_segment(segment);
   }
   EXPECT_EQ(Check(), absl::OkStatus());
@@ -207,14 +207,14 @@ TEST_F(CacheInvariantsTest, CatchABucketWithoutASentinel) {
   Shard& s = shard();
   std::uint32_t sentinel;
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     ASSERT_EQ(CacheTestPeer::Buckets(s).size(), 1u);
     sentinel = CacheTestPeer::Buckets(s).begin()->second;
     CacheTestPeer::Buckets(s).begin()->second = node;
   }
   ExpectCaught(Check(), "is not one");
   {
-    MutexLock lock(CacheTestPeer::Mu(s));
+    CacheMutexLock lock(CacheTestPeer::Mu(s));
     CacheTestPeer::Buckets(s).begin()->second = sentinel;
   }
   EXPECT_EQ(Check(), absl::OkStatus());

@@ -24,6 +24,12 @@ class CacheTestPeer {
     return Impl(cache).CheckInvariants();
   }
 
+  // Shard k's invariants, under its lock.
+  template <typename K, typename V, typename H, typename E>
+  static absl::Status CheckInvariants(Cache<K, V, H, E>& cache, std::size_t k) {
+    return Impl(cache).shards_[k]->CheckInvariants();
+  }
+
   // Shard k of the cache.
   template <typename K, typename V, typename H, typename E>
   static CacheShard<K, V, H, E>& Shard(Cache<K, V, H, E>& cache,
@@ -33,7 +39,7 @@ class CacheTestPeer {
 
   // A shard's private parts, to break on purpose; the caller holds Mu.
   template <typename S>
-  static Mutex& Mu(S& shard) {
+  static CacheMutex& Mu(S& shard) {
     return shard.mu_;
   }
   template <typename S>
@@ -55,7 +61,7 @@ class CacheTestPeer {
   // How many nodes the shard has retired and not yet freed.
   template <typename S>
   static std::size_t RetiredNodes(S& shard) {
-    MutexLock lock(shard.mu_);
+    CacheMutexLock lock(shard.mu_);
     return shard.retired_nodes_.size();
   }
   // Overwrites a node's deadline word, as no transition would.

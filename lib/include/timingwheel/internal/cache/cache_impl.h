@@ -37,6 +37,7 @@
 #include "timingwheel/internal/cache/flight.h"
 #include "timingwheel/internal/cache/gate.h"
 #include "timingwheel/internal/cache/keys.h"
+#include "timingwheel/internal/cache/schedule_point.h"
 #include "timingwheel/internal/cache/shard.h"
 #include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/options.h"
@@ -366,8 +367,10 @@ class CacheImpl {
   // an entry past its deadline, and may count one as expired that much
   // early.
   std::int64_t NowNs() const {
-    if (manual_time_) return absl::ToInt64Nanoseconds(wheel_->Now());
-    return CycleClock::NanosNotBefore() - wheel_start_ns_;
+    if (manual_time_) {
+      return TW_CACHE_NOW(absl::ToInt64Nanoseconds(wheel_->Now()));
+    }
+    return TW_CACHE_NOW(CycleClock::NanosNotBefore() - wheel_start_ns_);
   }
   // NowNs as the callable a shard reads the clock through, when it needs
   // to (an Expire that finds its bucket gone reads none).

@@ -30,6 +30,13 @@
 #include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/schedule_point.h"
 
+// A schedule point on the word's node (schedule_point.h).
+#ifdef TIMINGWHEEL_CACHE_EXPLORE
+#define TW_CACHE_WORD_STEP(name) TW_CACHE_STEP(name, node)
+#else
+#define TW_CACHE_WORD_STEP(name) TW_CACHE_STEP(name)
+#endif
+
 namespace timingwheel {
 namespace internal {
 
@@ -57,8 +64,8 @@ class CacheDeadline {
 
   // A reader's first read of the word (a sequence lock's begin): acquire,
   // so a value stored before the Publish that wrote it is visible after.
+  // (Its schedule point is the caller's, which names the read.)
   std::int64_t ReadBegin() const {
-    TW_CACHE_STEP("deadline.read_begin");
     return word_.load(std::memory_order_acquire);
   }
   // A reader's second read, after its reads of the value (a sequence
@@ -66,7 +73,7 @@ class CacheDeadline {
   // ReadBegin's means no write began or ended in between.
   std::int64_t ReadEnd() const {
     std::atomic_thread_fence(std::memory_order_acquire);
-    TW_CACHE_STEP("deadline.read_end");
+    TW_CACHE_WORD_STEP("deadline.read_end");
     return word_.load(std::memory_order_relaxed);
   }
 
@@ -75,14 +82,14 @@ class CacheDeadline {
   // behind: CheckInvariants). Acquire, as ReadBegin.
   std::int64_t Settled(std::uint64_t max_yields =
                            std::numeric_limits<std::uint64_t>::max()) const {
-    TW_CACHE_STEP("deadline.settled");
+    TW_CACHE_WORD_STEP("deadline.settled");
     std::int64_t d = word_.load(std::memory_order_acquire);
     for (std::uint64_t k = 0; d == kWriting; ++k) {
       if (k >= kSpinsBeforeYield) {
         if (k - kSpinsBeforeYield >= max_yields) break;
         std::this_thread::yield();
       }
-      TW_CACHE_STEP("deadline.settled_wait");
+      TW_CACHE_SPIN("deadline.settled.writing");
       d = word_.load(std::memory_order_acquire);
     }
     return d;
@@ -115,11 +122,11 @@ class CacheDeadline {
   // visible before the value it stores.
   bool Take(std::int64_t& from) {
     TW_DCHECK(IsDeadline(from));
-    TW_CACHE_STEP("deadline.take");
+    TW_CACHE_WORD_STEP("deadline.take");
     bool taken;
     if (TW_CACHE_MUTANT(kTakeByExchange)) {
-      // The mutant: takes whatever the word holds.
-      from = word_.exchange(kWriting, std::memory_order_seq_cst);
+      // The mutant: takes whatever the word holds, as if it were `from`.
+      word_.exchange(kWriting, std::memory_order_seq_cst);
       taken = true;
     } else {
       taken = word_.compare_exchange_strong(from, kWriting,
@@ -135,7 +142,7 @@ class CacheDeadline {
   void Publish(std::int64_t d) {
     TW_DCHECK(Peek() == kWriting);
     TW_DCHECK(IsDeadline(d));
-    TW_CACHE_STEP("deadline.publish");
+    TW_CACHE_WORD_STEP("deadline.publish");
     word_.store(d, std::memory_order_release);
   }
 
@@ -145,7 +152,7 @@ class CacheDeadline {
   // not overwritten.
   bool Slide(std::int64_t& from, std::int64_t later) {
     TW_DCHECK(IsDeadline(from) && later > from);
-    TW_CACHE_STEP("deadline.slide");
+    TW_CACHE_WORD_STEP("deadline.slide");
     return word_.compare_exchange_strong(from, later,
                                          std::memory_order_relaxed);
   }
@@ -157,7 +164,7 @@ class CacheDeadline {
   // one the retirer then copies.
   bool Retire(std::int64_t& from) {
     TW_DCHECK(IsDeadline(from));
-    TW_CACHE_STEP("deadline.retire");
+    TW_CACHE_WORD_STEP("deadline.retire");
     return word_.compare_exchange_strong(from, kRetired,
                                          std::memory_order_acq_rel);
   }
@@ -165,6 +172,13 @@ class CacheDeadline {
  private:
   friend class CacheTestPeer;  // to break the word on purpose
   std::atomic<std::int64_t> word_{kFree};
+
+#ifdef TIMINGWHEEL_CACHE_EXPLORE
+ public:
+  // The node the word is in (CacheNode's constructor sets it), which the
+  // explorer's steps name so that it can tell a freed node touched.
+  const void* node = nullptr;
+#endif
 };
 
 }  // namespace internal

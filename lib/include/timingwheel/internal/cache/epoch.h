@@ -121,10 +121,10 @@ class CacheEpochs {
   }
 
   // Whether something retired in epoch `retired` may be freed once the
-  // epoch is `now`.
-  static bool Reclaimable(std::uint64_t retired, std::uint64_t now) {
-    const std::uint64_t grace =
-        TW_CACHE_MUTANT(kEarlyFree) ? kCacheEpochGrace - 1 : kCacheEpochGrace;
+  // epoch is `now` (`grace`: kCacheEpochGrace, but for the explorer's
+  // mutants).
+  static bool Reclaimable(std::uint64_t retired, std::uint64_t now,
+                          std::uint64_t grace = kCacheEpochGrace) {
     return retired + grace <= now;
   }
 

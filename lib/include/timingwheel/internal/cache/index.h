@@ -88,7 +88,7 @@ class CacheIndex {
     // one.
     for (std::size_t i = t == nullptr ? 0 : t->Home(tag), k = 0;
          t != nullptr && k < t->capacity; i = t->Next(i), ++k) {
-      TW_CACHE_STEP("index.slot");
+      TW_CACHE_STEP("index.slot", t);
       const std::uint64_t w = t->Load(i, std::memory_order_acquire);
       if (NodeOf(w) == kCacheNil) break;
       if (TagOf(w) == tag && is_key(NodeOf(w))) return NodeOf(w);

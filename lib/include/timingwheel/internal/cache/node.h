@@ -67,6 +67,10 @@ struct CacheNode {
   std::uint32_t eprev = kCacheNil;  // expiry bucket's circular list
   std::uint32_t enext = kCacheNil;  // and the free list
 
+#ifdef TIMINGWHEEL_CACHE_EXPLORE
+  CacheNode() { deadline.node = this; }
+#endif
+
   bool is_entry() const {
     const std::int64_t d = deadline.Peek();
     return d >= 0 || d == kWriting;

@@ -83,8 +83,9 @@ class CachePool {
   // Node i, for a Get without the lock, inside a read section, where i came
   // from the index: its chunk is published before any index slot names it.
   Node& SharedAt(std::uint32_t i) const {
-    TW_CACHE_STEP("pool.shared_at");
+    TW_CACHE_STEP("pool.shared_at.directory");
     const Directory* d = dir_.load(std::memory_order_acquire);
+    TW_CACHE_STEP("pool.shared_at.chunk", d);
     std::byte* chunk =
         d->chunks[i >> kChunkBits].load(std::memory_order_acquire);
     return *NodeIn(chunk, i);
@@ -145,6 +146,8 @@ class CachePool {
     if (n.has_value()) {
       n.key().~K();
       n.value().~V();
+      TW_CACHE_FREED(n.key_storage, sizeof n.key_storage);
+      TW_CACHE_FREED(n.value_storage, sizeof n.value_storage);
     }
     n.deadline.Free();
     n.eprev = kCacheNil;
@@ -312,7 +315,7 @@ class CachePool {
       }
       dir_owner_ = std::move(bigger);
     }
-    TW_CACHE_STEP("pool.publish_chunk");
+    TW_CACHE_STEP("pool.publish_chunk", dir_owner_.get());
     dir_owner_->chunks[k].store(chunk.get(), std::memory_order_release);
     chunks_.push_back(std::move(chunk));
   }

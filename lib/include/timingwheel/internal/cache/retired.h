@@ -59,9 +59,10 @@ class CacheRetiredQueue {
   // Hands every thing retired in an epoch that `now` makes reclaimable
   // to free(thing), oldest first.
   template <typename Free>
-  void FreeReclaimable(std::uint64_t now, const Free& free) {
+  void FreeReclaimable(std::uint64_t now, const Free& free,
+                       std::uint64_t grace = kCacheEpochGrace) {
     while (head_ < unstamped_ &&
-           CacheEpochs::Reclaimable(items_[head_].first, now)) {
+           CacheEpochs::Reclaimable(items_[head_].first, now, grace)) {
       free(items_[head_].second);
       ++head_;
     }

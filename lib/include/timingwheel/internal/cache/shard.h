@@ -51,6 +51,7 @@
 #include "timingwheel/internal/cache/read_buffer.h"
 #include "timingwheel/internal/cache/retired.h"
 #include "timingwheel/internal/cache/schedule_point.h"
+#include "timingwheel/internal/cache/shard_mutex.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
 
@@ -174,6 +175,7 @@ class alignas(64) CacheShard {
       const std::uint32_t i = FindShared(key, tag, absent);
       if (i == kCacheNil) return false;
       Node& n = SharedNode(i);
+      TW_CACHE_STEP("set_without_lock.deadline", &n);
       std::int64_t d = n.deadline.ReadBegin();
       if (!CacheDeadline::IsDeadline(d)) return false;
       // The listener's record first: copying the key may throw, and
@@ -189,8 +191,8 @@ class alignas(64) CacheShard {
       // skew between threads, which the open-load check covers.
       const std::int64_t t = now();
       const std::int64_t deadline = Deadline(t, ttl_ns);
-      TW_CACHE_STEP("shard.loads_open");
-      const bool load_open = !TW_CACHE_MUTANT(kNoLoadsOpenCheck) &&
+      TW_CACHE_STEP("set_without_lock.loads_open");
+      const bool load_open = !TW_CACHE_MUTANT(kSkipLoadsOpenCheck) &&
                              loads_open_.load(std::memory_order_seq_cst) != 0;
       if (t >= d || deadline <= d || load_open) {
         n.deadline.Publish(d);  // value untouched
@@ -215,7 +217,7 @@ class alignas(64) CacheShard {
   // and unexpired at now() (counted, slid, told to the policy).
   template <typename Q, typename Now>
   std::optional<V> GetLocked(const Q& key, std::uint32_t tag, const Now& now) {
-    MutexLock lock(mu_);
+    CacheMutexLock lock(mu_);
     std::optional<V> value;
     HitLocked(key, tag, now(), value);
     return value;
@@ -226,7 +228,7 @@ class alignas(64) CacheShard {
   template <typename Now>
   absl::Status Set(K key, V value, std::uint32_t tag, std::int64_t ttl_ns,
                    const Now& now, Removals& removals) {
-    MutexLock lock(mu_);
+    CacheMutexLock lock(mu_);
     FinishAtEnd finish{*this};
     SupersedeLoadLocked(key);
     return SetLocked(std::move(key), std::move(value), tag, ttl_ns, now(),
@@ -237,7 +239,7 @@ class alignas(64) CacheShard {
   template <typename Now>
   bool Delete(const K& key, std::uint32_t tag, const Now& now,
               Removals& removals) {
-    MutexLock lock(mu_);
+    CacheMutexLock lock(mu_);
     FinishAtEnd finish{*this};
     SupersedeLoadLocked(key);
     const std::uint32_t i = FindLocked(key, tag);
@@ -251,7 +253,7 @@ class alignas(64) CacheShard {
   // kExpired if past its deadline), every load in flight superseded.
   template <typename Now>
   void Clear(const Now& now, Removals& removals) {
-    MutexLock lock(mu_);
+    CacheMutexLock lock(mu_);
     FinishAtEnd finish{*this};
     std::vector<std::uint32_t> nodes;
     nodes.reserve(index_.size());
@@ -296,8 +298,8 @@ class alignas(64) CacheShard {
   // it supersedes the load.
   template <typename Now>
   LoadTicket OpenLoad(const K& key, std::uint32_t tag, const Now& now) {
-    MutexLock lock(mu_);
-    TW_CACHE_STEP("shard.announce_load");
+    CacheMutexLock lock(mu_);
+    TW_CACHE_STEP("get_or_load.announce");
     loads_open_.fetch_add(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     struct Close {
@@ -336,7 +338,7 @@ class alignas(64) CacheShard {
   void CloseLoad(const K& key, std::uint32_t tag, std::int64_t ttl_ns,
                  absl::StatusOr<V>& result, const Now& now,
                  Removals& removals) {
-    MutexLock lock(mu_);
+    CacheMutexLock lock(mu_);
     FinishAtEnd finish{*this};
     const auto it = flights_.find(key);
     TW_DCHECK(it != flights_.end());
@@ -370,7 +372,7 @@ class alignas(64) CacheShard {
   static constexpr int kExpireBatch = 256;
   template <typename Now>
   bool Expire(std::int64_t tick, const Now& now, Removals& removals) {
-    MutexLock lock(mu_);
+    CacheMutexLock lock(mu_);
     if (tick == CacheShardTimers::kReclaimTick) {
       reclaim_armed_ = false;
       Finish();
@@ -453,13 +455,18 @@ class alignas(64) CacheShard {
   Read ReadEntry(Node& n, std::int64_t now, bool locked,
                  std::optional<V>& value) const {
     for (int t = 0; locked || t < kReadTries; ++t) {
+      if (!locked) TW_CACHE_STEP("read_shared.deadline", &n);
       std::int64_t d = locked ? n.deadline.Settled() : n.deadline.ReadBegin();
-      if (d == CacheDeadline::kWriting) continue;  // a write of a few steps
+      if (d == CacheDeadline::kWriting) {  // a write of a few steps
+        TW_CACHE_SPIN("read_shared.writing");
+        continue;
+      }
       if (!CacheDeadline::IsDeadline(d)) return Read::kGone;
       if (now >= d) return Read::kExpired;
       if constexpr (kValueInPlace) {
         const V v = n.LoadValue();
-        if (!TW_CACHE_MUTANT(kNoSecondRead) && n.deadline.ReadEnd() != d) {
+        if (!TW_CACHE_MUTANT(kSkipSeqlockRecheck) &&
+            n.deadline.ReadEnd() != d) {
           continue;
         }
         if (!SlideFrom(n, d, now)) continue;
@@ -901,11 +908,22 @@ class alignas(64) CacheShard {
          k < kCacheEpochGrace && !CacheEpochs::Reclaimable(oldest, e); ++k) {
       e = ctx_.epochs->TryAdvance();
     }
-    retired_nodes_.FreeReclaimable(e, [this](std::uint32_t i) {
-      mu_.AssumeHeld();  // called by FreeReclaimable, under the lock
-      pool_.Free(i);
-    });
-    retired_blocks_.FreeReclaimable(e, [](CacheBlock& b) { b.reset(); });
+    retired_nodes_.FreeReclaimable(
+        e,
+        [this](std::uint32_t i) {
+          mu_.AssumeHeld();  // called by FreeReclaimable, under the lock
+          pool_.Free(i);
+        },
+        TW_CACHE_MUTANT(kFreeNodesOneEpochEarly) ? kCacheEpochGrace - 1
+                                                 : kCacheEpochGrace);
+    retired_blocks_.FreeReclaimable(
+        e,
+        [](CacheBlock& b) {
+          TW_CACHE_RELEASED(b);
+          b.reset();
+        },
+        TW_CACHE_MUTANT(kReleaseBlocksOneEpochEarly) ? kCacheEpochGrace - 1
+                                                     : kCacheEpochGrace);
   }
 
   const Context& ctx_;
@@ -914,7 +932,7 @@ class alignas(64) CacheShard {
   const bool extras_;           // nodes have a CacheNodeExtra (pool.h)
   // Hits recorded by Gets for the policy (bounded shards only).
   const std::unique_ptr<CacheReadBuffer> reads_;
-  mutable Mutex mu_;
+  mutable CacheMutex mu_;
   Pool pool_ ABSL_GUARDED_BY(mu_);
   CacheIndex index_ ABSL_GUARDED_BY(mu_);
   CachePolicy<StoredKey, V> policy_ ABSL_GUARDED_BY(mu_);
