@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "timingwheel/internal/cache/deadline.h"
+#include "timingwheel/internal/cache/schedule_point.h"
 
 namespace timingwheel {
 namespace internal {
@@ -88,10 +89,12 @@ struct CacheNode {
   // Only when kValueInPlace: the value read by a Get without the lock, and
   // a new one stored by a writer while Gets may read it.
   V LoadValue() const requires kValueInPlace {
+    TW_CACHE_STEP("node.load_value", this);
     return std::atomic_ref<V>(const_cast<V&>(value()))
         .load(std::memory_order_relaxed);
   }
   void StoreValue(const V& v) requires kValueInPlace {
+    TW_CACHE_STEP("node.store_value", this);
     std::atomic_ref<V>(value()).store(v, std::memory_order_relaxed);
   }
 };

@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "timingwheel/internal/base/check.h"
-#include "timingwheel/internal/base/mutex.h"
 #include "timingwheel/internal/cache/shard.h"
+#include "timingwheel/internal/cache/shard_mutex.h"
 
 namespace timingwheel {
 namespace internal {
@@ -28,7 +28,7 @@ namespace internal {
 // flight). O(nodes + index slots).
 template <typename K, typename V, typename Hash, typename Eq>
 absl::Status CacheShard<K, V, Hash, Eq>::CheckInvariants() const {
-  MutexLock lock(mu_);
+  CacheMutexLock lock(mu_);
   TW_RETURN_IF_ERROR(pool_.CheckInvariants());
   TW_RETURN_IF_ERROR(index_.CheckInvariants());
   const std::uint32_t extent = pool_.extent();
