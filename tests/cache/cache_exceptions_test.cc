@@ -404,22 +404,16 @@ TEST_P(ByNode, Eviction) {
   Eviction(*this);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Caches, InPlace,
+// Every cache shape: bounded or not, sliding or not.
+const auto kShapes =
     ::testing::Values(Params{false, false}, Params{true, false},
-                      Params{false, true}, Params{true, true}),
-    [](const auto& info) {
-      return std::string(info.param.bounded ? "Bounded" : "Unbounded") +
-             (info.param.sliding ? "Sliding" : "");
-    });
-INSTANTIATE_TEST_SUITE_P(
-    Caches, ByNode,
-    ::testing::Values(Params{false, false}, Params{true, false},
-                      Params{false, true}, Params{true, true}),
-    [](const auto& info) {
-      return std::string(info.param.bounded ? "Bounded" : "Unbounded") +
-             (info.param.sliding ? "Sliding" : "");
-    });
+                      Params{false, true}, Params{true, true});
+std::string ShapeName(const ::testing::TestParamInfo<Params>& info) {
+  return std::string(info.param.bounded ? "Bounded" : "Unbounded") +
+         (info.param.sliding ? "Sliding" : "");
+}
+INSTANTIATE_TEST_SUITE_P(Caches, InPlace, kShapes, ShapeName);
+INSTANTIATE_TEST_SUITE_P(Caches, ByNode, kShapes, ShapeName);
 
 }  // namespace
 }  // namespace internal
