@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/base/latency_recorder.h"
 #include "timingwheel/internal/cache/epoch.h"
 #include "timingwheel/internal/cache/flight.h"
@@ -355,8 +356,10 @@ class CacheImpl {
   template <typename Q>
   Hashed HashOf(const Q& key) const {
     const std::uint64_t x = keys_.Mix(key);
-    return Hashed{shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
-                  static_cast<std::uint32_t>(x)};
+    const Hashed h{shard_bits_ == 0 ? 0 : x >> (64 - shard_bits_),
+                   static_cast<std::uint32_t>(x)};
+    TW_DCHECK(h.shard < shards_.size());
+    return h;
   }
 
   // The wheel's time (TimingWheel::Now) in ns. Under a ticker, exactly

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/schedule_point.h"
 
 namespace timingwheel {
@@ -185,8 +186,9 @@ class CacheReadSection {
     // the acquire loads after it.) The epoch read may be stale: a slot
     // showing an old epoch only holds the epoch back.
     TW_CACHE_STEP("epoch.announce");
-    slot_->epoch.store(epochs.epoch_.load(std::memory_order_relaxed),
-                       std::memory_order_relaxed);
+    const std::uint64_t e = epochs.epoch_.load(std::memory_order_relaxed);
+    TW_DCHECK(e != 0);  // epochs start at 1: 0 would read as "not reading"
+    slot_->epoch.store(e, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
   // Release: whatever this section read happens before a writer that

@@ -11,6 +11,7 @@
 #include <new>
 #include <type_traits>
 
+#include "timingwheel/internal/base/check.h"
 #include "timingwheel/internal/cache/deadline.h"
 #include "timingwheel/internal/cache/schedule_point.h"
 
@@ -94,6 +95,7 @@ struct CacheNode {
         .load(std::memory_order_relaxed);
   }
   void StoreValue(const V& v) requires kValueInPlace {
+    TW_DCHECK(deadline.Peek() == kWriting);  // only the entry's taker stores
     TW_CACHE_STEP("node.store_value", this);
     std::atomic_ref<V>(value()).store(v, std::memory_order_relaxed);
   }
