@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -38,7 +39,10 @@ struct Fired {
 };
 
 // The obvious specification: a map key -> (deadline, value). Advancing to t
-// fires everything with deadline <= t, each at its own deadline tick.
+// fires everything with deadline <= t, each at its own deadline tick. The
+// same timers are also kept ordered by (deadline, key), so that advancing
+// and finding the next firing cost what fires, not a walk of every timer
+// (tests with 100,000 timers advance thousands of times).
 class WheelModel {
  public:
   std::uint64_t now() const { return now_; }
@@ -49,19 +53,29 @@ class WheelModel {
   }
 
   bool Set(std::uint32_t key, std::uint64_t value, std::uint64_t deadline) {
-    const bool present = timers_.count(key) != 0;
-    timers_[key] = {Clamp(deadline), value};
+    const bool present = Remove(key);
+    deadline = Clamp(deadline);
+    timers_[key] = {deadline, value};
+    by_deadline_.insert({deadline, key});
     return present;
   }
 
   bool Move(std::uint32_t key, std::uint64_t deadline) {
     auto it = timers_.find(key);
     if (it == timers_.end()) return false;
+    by_deadline_.erase({it->second.first, key});
     it->second.first = Clamp(deadline);
+    by_deadline_.insert({it->second.first, key});
     return true;
   }
 
-  bool Remove(std::uint32_t key) { return timers_.erase(key) != 0; }
+  bool Remove(std::uint32_t key) {
+    auto it = timers_.find(key);
+    if (it == timers_.end()) return false;
+    by_deadline_.erase({it->second.first, key});
+    timers_.erase(it);
+    return true;
+  }
 
   std::optional<std::uint64_t> DeadlineOf(std::uint32_t key) const {
     auto it = timers_.find(key);
@@ -71,9 +85,7 @@ class WheelModel {
 
   // The exact tick of the next firing, kNever when empty.
   std::uint64_t NextFireTick() const {
-    std::uint64_t best = kNever;
-    for (const auto& [key, t] : timers_) best = std::min(best, t.first);
-    return best;
+    return by_deadline_.empty() ? kNever : by_deadline_.begin()->first;
   }
 
   // Returns what fires in (now, target], sorted by (tick, key).
@@ -81,13 +93,12 @@ class WheelModel {
     target = std::min(target, kMaxTick);
     std::vector<Fired> fired;
     if (target <= now_) return fired;
-    for (auto it = timers_.begin(); it != timers_.end();) {
-      if (it->second.first <= target) {
-        fired.push_back({it->second.first, it->first, it->second.second});
-        it = timers_.erase(it);
-      } else {
-        ++it;
-      }
+    while (!by_deadline_.empty() && by_deadline_.begin()->first <= target) {
+      const auto [deadline, key] = *by_deadline_.begin();
+      by_deadline_.erase(by_deadline_.begin());
+      auto it = timers_.find(key);
+      fired.push_back({deadline, key, it->second.second});
+      timers_.erase(it);
     }
     std::sort(fired.begin(), fired.end());
     now_ = target;
@@ -99,12 +110,14 @@ class WheelModel {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> all;
     for (const auto& [key, t] : timers_) all.emplace_back(key, t.second);
     timers_.clear();
+    by_deadline_.clear();
     return all;
   }
 
  private:
   std::uint64_t now_ = 0;
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> timers_;
+  std::set<std::pair<std::uint64_t, std::uint32_t>> by_deadline_;
 };
 
 // A hash whose quality the op stream chooses, so collisions (of the full hash
