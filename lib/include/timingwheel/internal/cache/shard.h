@@ -175,26 +175,27 @@ class alignas(64) CacheShard {
       const std::uint32_t i = FindShared(key, tag, absent);
       if (i == kCacheNil) return false;
       Node& n = SharedNode(i);
+      // The clock before the entry is taken: a write in place holds it
+      // (Gets of a hot key meeting kWriting retry, then take the lock) for
+      // as few instructions as can be, and the cycle clock's read waits
+      // for the loads before it. The Set takes effect as of this reading.
+      const std::int64_t t = now();
+      const std::int64_t deadline = Deadline(t, ttl_ns);
       TW_CACHE_STEP("set_without_lock.deadline", &n);
       std::int64_t d = n.deadline.ReadBegin();
-      if (!CacheDeadline::IsDeadline(d)) return false;
-      // The listener's record first: copying the key may throw, and
+      if (!CacheDeadline::IsDeadline(d) || t >= d || deadline <= d) {
+        return false;
+      }
+      // The listener's record next: copying the key may throw, and
       // nothing is taken yet.
       const std::size_t record = PrepareRecord(n, removals);
       if (!n.deadline.Take(d)) {
         DropRecord(record, removals);
         return false;
       }
-      // The clock is read while this Set holds the entry: a GetOrLoad's
-      // lookup that waits the hold out compares the deadline set here with
-      // a clock it reads no earlier than this one, less the cycle clock's
-      // skew between threads, which the open-load check covers.
-      const std::int64_t t = now();
-      const std::int64_t deadline = Deadline(t, ttl_ns);
       TW_CACHE_STEP("set_without_lock.loads_open");
-      const bool load_open = !TW_CACHE_MUTANT(kSkipLoadsOpenCheck) &&
-                             loads_open_.load(std::memory_order_seq_cst) != 0;
-      if (t >= d || deadline <= d || load_open) {
+      if (!TW_CACHE_MUTANT(kSkipLoadsOpenCheck) &&
+          loads_open_.load(std::memory_order_seq_cst) != 0) {
         n.deadline.Publish(d);  // value untouched
         DropRecord(record, removals);
         return false;
