@@ -68,6 +68,19 @@ struct Options {
   std::shared_ptr<Ticker> ticker;
 };
 
+// How a LocalWheel is shaped: the fields of Options that apply to a wheel
+// with no threads of its own (LocalWheel::Create validates them as Create
+// does Options').
+struct LocalOptions {
+  // Length of one tick: the wheel's resolution. A whole number of
+  // nanoseconds, at least 1ns.
+  absl::Duration interval = absl::Milliseconds(10);
+  int num_slots = 512;              // as Options::num_slots
+  std::size_t expected_timers = 0;  // as Options::expected_timers
+  // As Options::memory_decay, on the time Advance is given.
+  absl::Duration memory_decay = absl::Seconds(10);
+};
+
 // Largest Options::num_slots accepted: 4 Mi slots, 256 MiB of slot lists at
 // 64 bytes a slot.
 inline constexpr int kMaxSlots = 1 << 22;

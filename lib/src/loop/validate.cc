@@ -53,6 +53,29 @@ absl::Status ValidateOptions(const Options& options) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateLocalOptions(const LocalOptions& options) {
+  if (options.interval < absl::Nanoseconds(1) ||
+      options.interval == absl::InfiniteDuration() ||
+      absl::Nanoseconds(absl::ToInt64Nanoseconds(options.interval)) !=
+          options.interval) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LocalOptions::interval must be a whole number of nanoseconds, at "
+        "least 1ns, got ",
+        absl::FormatDuration(options.interval)));
+  }
+  Options as_wheel;
+  as_wheel.interval = options.interval;
+  as_wheel.num_slots = options.num_slots;
+  as_wheel.expected_timers = options.expected_timers;
+  as_wheel.memory_decay = options.memory_decay;
+  absl::Status s = ValidateOptions(as_wheel);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Local", s.message()));  // "LocalOptions::..."
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateDelay(absl::Duration delay) {
   if (delay <= absl::ZeroDuration() || delay == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(

@@ -15,6 +15,8 @@ namespace internal {
 
 // Create's checks of everything but the callback.
 absl::Status ValidateOptions(const Options& options);
+// LocalWheel::Create's checks.
+absl::Status ValidateLocalOptions(const LocalOptions& options);
 // SetTimer's and MoveTimer's check: delay > 0 and finite.
 absl::Status ValidateDelay(absl::Duration delay);
 
