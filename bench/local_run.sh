@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# W1-W4 on a LocalWheel (bench/local_ops.cc), each run a fresh process:
+# ROUNDS cold runs (nothing faulted in ahead: the headline) and ROUNDS warm
+# ones (the workload once first, same wheel), alternating. Lines go to
+#   bench/results/<date>-local-ops.jsonl
+# and the median and range of each figure are printed.
+#
+#   bench/local_run.sh [--use-build=DIR] [--rounds=N] [--timers=N]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+builddir=""
+rounds=5
+timers=1000000
+for a in "$@"; do
+  case "$a" in
+    --use-build=*) builddir="${a#--use-build=}" ;;
+    --rounds=*) rounds="${a#--rounds=}" ;;
+    --timers=*) timers="${a#--timers=}" ;;
+    *) echo "local_run.sh: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
+if [[ -z "$builddir" ]]; then
+  builddir="$root/build-release"
+  if [[ ! -f "$builddir/build.ninja" ]]; then
+    meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
+      -Dtests=disabled -Dexamples=disabled >/dev/null
+  fi
+  ninja -C "$builddir" bench/local_ops >/dev/null
+fi
+mkdir -p "$here/results"
+out="$here/results/$(date -u +%Y-%m-%dT%H%MZ)-local-ops.jsonl"
+for _ in $(seq "$rounds"); do
+  "$builddir/bench/local_ops" --timers="$timers" | tee -a "$out"
+  "$builddir/bench/local_ops" --timers="$timers" --warm | tee -a "$out"
+done
+python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+keys = ["set_ns", "set_loop_ns", "move_ns", "move_loop_ns", "remove_ns",
+        "remove_loop_ns", "rss_bytes_per_timer", "own_bytes_per_timer"]
+print("| figure | cold | warm |\n| --- | --- | --- |")
+for k in keys:
+    cells = []
+    for warm in (0, 1):
+        v = [r[k] for r in rows if r["warm"] == warm]
+        cells.append(f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})")
+    print(f"| {k} | {cells[0]} | {cells[1]} |")
+PY
+echo "results: $out" >&2
