@@ -31,6 +31,9 @@
 #define TIMINGWHEEL_ASIO_H_
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <functional>
 #include <memory>
 #include <new>
@@ -46,6 +49,8 @@
 #include "asio/post.hpp"
 #include "asio/steady_timer.hpp"
 #include "timingwheel/internal/base/duration.h"
+#include "timingwheel/internal/local/tick_time.h"
+#include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/local_wheel.h"
 #include "timingwheel/options.h"
 
@@ -96,27 +101,18 @@ class AsioLocalWheel {
   // LocalWheel::Set, Move and Remove. One clock read; the steady_timer is
   // touched only when the timer falls due before the wait ends.
   absl::Status Set(K key, V value, absl::Duration delay) {
-    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
-    const TimePoint deadline = internal::TickTime::Plus(Clock::now(), delay);
-    absl::Status s =
-        state_->wheel->SetAt(std::move(key), std::move(value), deadline);
-    if (s.ok()) WakeBy(deadline);
-    return s;
+    return SetIn(std::move(key), std::move(value), delay);
   }
   template <typename Rep, typename Period>
   absl::Status Set(K key, V value, std::chrono::duration<Rep, Period> delay) {
-    return Set(std::move(key), std::move(value), internal::ToDuration(delay));
+    return SetIn(std::move(key), std::move(value), delay);
   }
   absl::Status Move(const K& key, absl::Duration delay) {
-    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
-    const TimePoint deadline = internal::TickTime::Plus(Clock::now(), delay);
-    absl::Status s = state_->wheel->MoveAt(key, deadline);
-    if (s.ok()) WakeBy(deadline);
-    return s;
+    return MoveIn(key, delay);
   }
   template <typename Rep, typename Period>
   absl::Status Move(const K& key, std::chrono::duration<Rep, Period> delay) {
-    return Move(key, internal::ToDuration(delay));
+    return MoveIn(key, delay);
   }
   // A removed timer's wait, if it was the first, ends early and finds
   // nothing due: cheaper than waiting again now.
@@ -148,6 +144,44 @@ class AsioLocalWheel {
                  Fire fire)
       : state_(std::make_shared<State>(std::move(executor), std::move(w),
                                        std::move(fire))) {}
+
+  // Set and Move as LocalWheel's delay forms do them, keeping the
+  // deadline to compare with the wait's end.
+  template <typename Delay>
+  absl::Status SetIn(K key, V value, Delay delay) {
+    const std::optional<TimePoint> deadline = DeadlineAfter(delay);
+    if (!deadline.has_value()) return BadDelay(delay);
+    absl::Status s =
+        state_->wheel->SetAt(std::move(key), std::move(value), *deadline);
+    if (s.ok()) WakeBy(*deadline);
+    return s;
+  }
+  template <typename Delay>
+  absl::Status MoveIn(const K& key, Delay delay) {
+    const std::optional<TimePoint> deadline = DeadlineAfter(delay);
+    if (!deadline.has_value()) return BadDelay(delay);
+    absl::Status s = state_->wheel->MoveAt(key, *deadline);
+    if (s.ok()) WakeBy(*deadline);
+    return s;
+  }
+  template <typename Delay>
+  static std::optional<TimePoint> DeadlineAfter(Delay delay) {
+    const std::optional<std::int64_t> ns = internal::DelayNanos(delay);
+    if (!ns.has_value()) return std::nullopt;
+    const std::int64_t now = internal::CycleClock::NanosNotBefore();
+    if (*ns > std::numeric_limits<std::int64_t>::max() - now) {
+      return TimePoint::max();
+    }
+    return internal::TickTime::NanosAsTime(now + *ns);
+  }
+  static absl::Status BadDelay(absl::Duration delay) {
+    absl::Status s = internal::ValidateDelay(delay);
+    return s.ok() ? absl::InvalidArgumentError("delay must be positive") : s;
+  }
+  template <typename Rep, typename Period>
+  static absl::Status BadDelay(std::chrono::duration<Rep, Period> delay) {
+    return internal::ValidateDelay(internal::ToDuration(delay));
+  }
 
   void WakeBy(TimePoint deadline) {
     if (deadline < state_->armed_at && !state_->advancing) Arm(state_);

@@ -57,6 +57,7 @@
 #include "timingwheel/internal/base/latency_recorder.h"
 #include "timingwheel/internal/local/owner_thread.h"
 #include "timingwheel/internal/local/tick_time.h"
+#include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/internal/loop/validate.h"
 #include "timingwheel/internal/wheel/wheel.h"
 #include "timingwheel/options.h"
@@ -98,19 +99,19 @@ class LocalWheel {
   LocalWheel& operator=(const LocalWheel&) = delete;
 
   // Schedules `key` to fire with `value` once `delay` (> 0, finite) has
-  // passed, measured from this call (one clock read). A present key gets
+  // passed, measured from this call (one clock read: steady_clock's, or
+  // the cycle counter's bound on it where the kernel's clock is that
+  // counter; never behind steady_clock). A present key gets
   // the new value and deadline and fires once, with the new value (the old
   // value is superseded). Errors: InvalidArgument for the delay;
   // ResourceExhausted when memory runs out (then nothing changed). Cost:
   // the key's hash and one index probe, a few hundred nanoseconds at most.
   absl::Status Set(K key, V value, absl::Duration delay) {
-    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
-    return SetTick(std::move(key), std::move(value),
-                   time_.TickAfter(Clock::now(), delay));
+    return SetIn(std::move(key), std::move(value), delay);
   }
   template <typename Rep, typename Period>
   absl::Status Set(K key, V value, std::chrono::duration<Rep, Period> delay) {
-    return Set(std::move(key), std::move(value), internal::ToDuration(delay));
+    return SetIn(std::move(key), std::move(value), delay);
   }
   // The same with the deadline given: any time point (one at or before the
   // last Advance's `now` fires in the next Advance). No clock read.
@@ -125,12 +126,11 @@ class LocalWheel {
   // Cost: one index probe and, when later, one write (the entry is filed
   // again when its old slot comes round).
   absl::Status Move(const K& key, absl::Duration delay) {
-    if (absl::Status s = internal::ValidateDelay(delay); !s.ok()) return s;
-    return MoveTick(key, time_.TickAfter(Clock::now(), delay));
+    return MoveIn(key, delay);
   }
   template <typename Rep, typename Period>
   absl::Status Move(const K& key, std::chrono::duration<Rep, Period> delay) {
-    return Move(key, internal::ToDuration(delay));
+    return MoveIn(key, delay);
   }
   absl::Status MoveAt(const K& key, TimePoint deadline) {
     return MoveTick(key, time_.TickAtOrAfter(deadline));
@@ -280,9 +280,48 @@ class LocalWheel {
     if (options.expected_timers != 0) wheel_.Reserve(options.expected_timers);
   }
 
-  absl::Status SetTick(K key, V value, std::uint64_t tick) {
-    owner_.Check();
+  // The delay forms: one read of the clock, no absl::Duration arithmetic
+  // on the way (internal::DelayNanos). The read is CycleClock's: never
+  // behind steady_clock, so the deadline is never early.
+  template <typename Delay>
+  absl::Status SetIn(K key, V value, Delay delay) {
+    const std::optional<std::int64_t> ns = internal::DelayNanos(delay);
+    if (!ns.has_value()) return BadDelay(delay);
     const std::uint32_t hash = wheel_.HashOf(key);
+    // The index's line is on its way while the clock is read: a clock read
+    // may wait for every load before it (a serialising counter read), and
+    // so would otherwise add the probe's cache miss to its own time.
+    wheel_.PrefetchIndex(hash);
+    const std::uint64_t tick =
+        time_.TickAfter(internal::CycleClock::NanosNotBefore(), *ns);
+    return SetTick(std::move(key), std::move(value), tick, hash);
+  }
+  template <typename Delay>
+  absl::Status MoveIn(const K& key, Delay delay) {
+    const std::optional<std::int64_t> ns = internal::DelayNanos(delay);
+    if (!ns.has_value()) return BadDelay(delay);
+    const std::uint32_t hash = wheel_.HashOf(key);
+    wheel_.PrefetchIndex(hash);
+    const std::uint64_t tick =
+        time_.TickAfter(internal::CycleClock::NanosNotBefore(), *ns);
+    return MoveTick(key, tick, hash);
+  }
+  static absl::Status BadDelay(absl::Duration delay) {
+    absl::Status s = internal::ValidateDelay(delay);
+    return s.ok() ? absl::InvalidArgumentError("delay must be positive") : s;
+  }
+  template <typename Rep, typename Period>
+  static absl::Status BadDelay(std::chrono::duration<Rep, Period> delay) {
+    return internal::ValidateDelay(internal::ToDuration(delay));
+  }
+
+  absl::Status SetTick(K key, V value, std::uint64_t tick) {
+    const std::uint32_t hash = wheel_.HashOf(key);
+    return SetTick(std::move(key), std::move(value), tick, hash);
+  }
+  absl::Status SetTick(K key, V value, std::uint64_t tick,
+                       std::uint32_t hash) {
+    owner_.Check();
     try {
       if (wheel_.Set(StoredKey(std::move(key)), std::move(value), tick,
                      hash)) {
@@ -296,9 +335,12 @@ class LocalWheel {
   }
 
   absl::Status MoveTick(const K& key, std::uint64_t tick) {
+    return MoveTick(key, tick, wheel_.HashOf(key));
+  }
+  absl::Status MoveTick(const K& key, std::uint64_t tick, std::uint32_t hash) {
     owner_.Check();
     ++counts_.applied;
-    if (!wheel_.Move(key, tick)) {
+    if (!wheel_.Move(key, tick, hash)) {
       return absl::NotFoundError("Move: the key has no timer");
     }
     ++counts_.moved;

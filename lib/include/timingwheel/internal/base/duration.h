@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <ratio>
 #include <type_traits>
 
@@ -59,6 +60,40 @@ absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
   const absl::Duration r = ToDurationTruncated(d);
   if (r == absl::ZeroDuration() && d > d.zero()) return absl::Nanoseconds(1);
   return r;
+}
+
+// A delay as whole nanoseconds, rounded up and saturating at INT64_MAX (a
+// delay of centuries is still a valid one), or nullopt for one that is not
+// positive and finite (the caller's InvalidArgument). Integer arithmetic
+// where it suffices: the absl::Duration operators are a visible share of a
+// call that costs a hundred nanoseconds.
+inline std::optional<std::int64_t> DelayNanos(absl::Duration d) {
+  if (d <= absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+    return std::nullopt;
+  }
+  std::int64_t ns = absl::ToInt64Nanoseconds(d);  // truncates, saturates
+  if (ns < std::numeric_limits<std::int64_t>::max() &&
+      absl::Nanoseconds(ns) < d) {
+    ++ns;
+  }
+  return ns;
+}
+template <typename Rep, typename Period>
+std::optional<std::int64_t> DelayNanos(std::chrono::duration<Rep, Period> d) {
+  using PerUnit = std::ratio_divide<Period, std::nano>;  // ns per tick of d
+  if constexpr (std::is_integral_v<Rep> && PerUnit::den == 1) {
+    if (!(d.count() > 0)) return std::nullopt;
+    const auto count = static_cast<std::uint64_t>(d.count());
+    constexpr auto kMax =
+        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (count > kMax / static_cast<std::uint64_t>(PerUnit::num)) {
+      return std::numeric_limits<std::int64_t>::max();
+    }
+    return static_cast<std::int64_t>(count *
+                                     static_cast<std::uint64_t>(PerUnit::num));
+  } else {
+    return DelayNanos(ToDuration(d));
+  }
 }
 
 }  // namespace internal

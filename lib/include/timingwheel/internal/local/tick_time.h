@@ -42,14 +42,22 @@ class TickTime {
     return CeilTick(Since(deadline));
   }
 
-  // The first tick at or after now + delay (delay > 0), the delay rounded
-  // up to whole nanoseconds.
-  std::uint64_t TickAfter(TimePoint now, absl::Duration delay) const {
-    const std::int64_t delay_ns =
-        absl::ToInt64Nanoseconds(absl::Ceil(delay, absl::Nanoseconds(1)));
-    const std::int64_t rel = Since(now);
-    if (delay_ns > kMaxNs - (rel > 0 ? rel : 0)) return kMaxTick;
-    return CeilTick(rel + delay_ns);
+  // The first tick at or after now_ns + delay_ns (steady clock nanoseconds;
+  // delay_ns > 0), saturating.
+  std::uint64_t TickAfter(std::int64_t now_ns, std::int64_t delay_ns) const {
+    if (delay_ns > kMaxNs - now_ns) return kMaxTick;
+    return TickAtOrAfter(NanosAsTime(now_ns + delay_ns));
+  }
+
+  // A time in nanoseconds of the steady clock's epoch, and back.
+  static TimePoint NanosAsTime(std::int64_t ns) {
+    return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
+        std::chrono::nanoseconds(ns)));
+  }
+  static std::int64_t NanosOf(TimePoint t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               t.time_since_epoch())
+        .count();
   }
 
   // When tick `tick` is due; TimePoint::max() for kNever and for a time
@@ -60,9 +68,8 @@ class TickTime {
         tick > static_cast<std::uint64_t>(room / interval_ns_)) {
       return TimePoint::max();
     }
-    return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
-        std::chrono::nanoseconds(start_ns_ + static_cast<std::int64_t>(tick) *
-                                                 interval_ns_)));
+    return NanosAsTime(start_ns_ +
+                       static_cast<std::int64_t>(tick) * interval_ns_);
   }
 
   // t + d, saturating at TimePoint::max() (d >= 0).
@@ -70,18 +77,11 @@ class TickTime {
     const std::int64_t t_ns = NanosOf(t);
     const std::int64_t d_ns = absl::ToInt64Nanoseconds(d);
     if (d_ns > kMaxNs - t_ns) return TimePoint::max();
-    return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
-        std::chrono::nanoseconds(t_ns + d_ns)));
+    return NanosAsTime(t_ns + d_ns);
   }
 
  private:
   static constexpr std::int64_t kMaxNs = std::numeric_limits<std::int64_t>::max();
-
-  static std::int64_t NanosOf(TimePoint t) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               t.time_since_epoch())
-        .count();
-  }
 
   // t - start in nanoseconds, saturating.
   std::int64_t Since(TimePoint t) const {
