@@ -170,7 +170,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::uint64_t id;
   Clock::time_point last_request;
   bool closed = false;
-  std::optional<asio::steady_timer> timer;  // the asio backend's
+  // The asio backend's, allocated by it alone, so that the other backends'
+  // connections do not carry its storage (8 bytes of pointer in all).
+  std::unique_ptr<asio::steady_timer> timer;
 
  private:
   void Read() {
@@ -360,7 +362,7 @@ class AsioBackend : public TimerBackend {
   AsioBackend(IoThread& home, absl::Duration timeout)
       : home_(home), timeout_(absl::ToChronoNanoseconds(timeout)) {}
   void Arm(Connection& c) override {
-    c.timer.emplace(home_.io);
+    c.timer = std::make_unique<asio::steady_timer>(home_.io);
     Touch(c);
   }
   // Moving the expiry cancels the wait under way (its handler runs with
@@ -375,7 +377,7 @@ class AsioBackend : public TimerBackend {
         });
   }
   void Cancel(Connection& c) override {
-    if (c.timer.has_value()) c.timer->cancel();
+    if (c.timer != nullptr) c.timer->cancel();
   }
   // The timer objects of the open connections; the wait each has queued
   // (an operation Asio allocates, holding the handler) is in the RSS.
@@ -446,7 +448,9 @@ absl::Status Server::Start() {
   try {
     tcp::endpoint endpoint(asio::ip::make_address(options_.address),
                            static_cast<unsigned short>(options_.port));
-    acceptor_ = std::make_unique<tcp::acceptor>(accept_io_);
+    accept_io_ = std::make_unique<asio::io_context>(1);
+    accept_retry_ = std::make_unique<asio::steady_timer>(*accept_io_);
+    acceptor_ = std::make_unique<tcp::acceptor>(*accept_io_);
     acceptor_->open(endpoint.protocol());
     acceptor_->set_option(tcp::acceptor::reuse_address(true));
     acceptor_->bind(endpoint);
@@ -460,8 +464,8 @@ absl::Status Server::Start() {
   for (auto& io : io_) io->Start();
   Accept();
   accept_thread_ = std::thread([this] {
-    auto guard = asio::make_work_guard(accept_io_);
-    accept_io_.run();
+    auto guard = asio::make_work_guard(*accept_io_);
+    accept_io_->run();
   });
   return absl::OkStatus();
 }
@@ -481,8 +485,8 @@ void Server::Accept() {
           return;
         }
         // Out of descriptors, say: try again shortly rather than spin.
-        accept_retry_.expires_after(std::chrono::milliseconds(10));
-        accept_retry_.async_wait([this](const asio::error_code& e) {
+        accept_retry_->expires_after(std::chrono::milliseconds(10));
+        accept_retry_->async_wait([this](const asio::error_code& e) {
           if (!e) Accept();
         });
       });
@@ -490,21 +494,24 @@ void Server::Accept() {
 
 void Server::Stop() {
   if (acceptor_ != nullptr) {
-    asio::post(accept_io_, [this] {
+    asio::post(*accept_io_, [this] {
       asio::error_code ignored;
       acceptor_->close(ignored);
-      accept_io_.stop();
+      accept_io_->stop();
     });
   }
   if (accept_thread_.joinable()) accept_thread_.join();
-  // The io threads end first (their connections remove their timers from
-  // the shared wheel as they close); then the shared wheel, whose
-  // callbacks name io threads (what they post then never runs); then the
-  // io_contexts.
+  // The accept side first: its pending accept (destroyed with its context)
+  // holds a socket of an io thread's context. Then the io threads (their
+  // connections remove their timers from the shared wheel as they close);
+  // then the shared wheel, whose callbacks name io threads (what they post
+  // then never runs); then the io threads' contexts.
+  acceptor_.reset();
+  accept_retry_.reset();
+  accept_io_.reset();
   for (auto& io : io_) io->Stop();
   if (shared_ != nullptr) shared_->wheel.reset();
   io_.clear();
-  acceptor_.reset();
 }
 
 ServerCounts Server::Counts() const {

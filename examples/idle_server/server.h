@@ -86,8 +86,11 @@ class Server {
   const ServerOptions options_;
   int port_ = 0;
   std::vector<std::unique_ptr<IoThread>> io_;
-  asio::io_context accept_io_{1};
-  asio::steady_timer accept_retry_{accept_io_};
+  // The accept thread's context, and what lives on it. Destroyed before
+  // the io threads': a pending accept holds a socket of an io thread's
+  // io_context.
+  std::unique_ptr<asio::io_context> accept_io_;
+  std::unique_ptr<asio::steady_timer> accept_retry_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::thread accept_thread_;
   std::size_t next_io_ = 0;
