@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 
 namespace lease {
 
@@ -37,6 +38,8 @@ class RedisLink {
   // Queues a command; Read() sends everything queued and reads one reply.
   // The arguments are binary-safe.
   void Append(std::initializer_list<absl::string_view> args);
+  // Append for a command whose arguments are only known at run time.
+  void Append(absl::Span<const absl::string_view> args);
   // Sends everything queued without reading; Unavailable (and the link
   // closed) on an I/O error or timeout.
   absl::Status Flush();
