@@ -30,6 +30,8 @@ class RedisLink {
       : host_(std::move(host)), port_(port), timeout_(timeout) {}
 
   bool connected() const { return context_ != nullptr; }
+  // The socket while connected, else -1: for poll(), never for I/O.
+  int fd() const { return context_ != nullptr ? context_->fd : -1; }
   // Opens the connection if it is closed. Unavailable when the server cannot
   // be reached within the timeout.
   absl::Status Connect();

@@ -4,6 +4,9 @@
 #ifndef TIMINGWHEEL_EXAMPLES_NEAR_CACHE_DATA_LINKS_H_
 #define TIMINGWHEEL_EXAMPLES_NEAR_CACHE_DATA_LINKS_H_
 
+#include <poll.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,6 +54,30 @@ class DataLinks {
     DataLinks* pool_;
     std::unique_ptr<DataLink> link_;
   };
+
+  // Closes the idle links whose connection has ended (or has anything to
+  // read, which an idle tracking connection never should): how many. Redis
+  // forgets a closed client's tracked keys without a word to its redirect
+  // target, so a link that died idle must be found by looking.
+  int CloseDeadIdle() {
+    std::lock_guard lock(mu_);
+    std::vector<pollfd> fds;
+    std::vector<DataLink*> polled;
+    for (const std::unique_ptr<DataLink>& link : idle_) {
+      if (!link->redis.connected()) continue;
+      fds.push_back({link->redis.fd(), POLLIN, 0});
+      polled.push_back(link.get());
+    }
+    if (fds.empty() || poll(fds.data(), fds.size(), 0) <= 0) return 0;
+    int dead = 0;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) {
+        polled[i]->redis.Close();
+        ++dead;
+      }
+    }
+    return dead;
+  }
 
   Lease Take() {
     {

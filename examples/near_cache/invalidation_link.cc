@@ -120,32 +120,42 @@ void InvalidationLink::Run() {
 }
 
 bool InvalidationLink::Serve() {
+  absl::Time last_heard = absl::Now();
+  absl::Time last_tick = last_heard;
+  absl::Time ping_sent = last_heard;
   while (true) {
     if (!Drain()) return false;
-    switch (WaitFor(options_.heartbeat, true)) {
-      case Wait::kStop:
-        return true;
-      case Wait::kReadable:
-        if (redisBufferRead(context_.get()) != REDIS_OK) return false;
-        break;
-      case Wait::kTimeout: {
-        // Idle for a heartbeat: a PING still unanswered means the peer is
-        // gone without closing; else ask one.
-        if (ping_outstanding_) return false;
-        if (redisAppendCommand(context_.get(), "PING") != REDIS_OK) {
-          return false;
-        }
-        int done = 0;
-        while (done == 0) {
-          if (redisBufferWrite(context_.get(), &done) != REDIS_OK) {
-            return false;
-          }
-        }
-        ping_outstanding_ = true;
-        break;
-      }
+    const Wait wait = WaitFor(options_.check_every, true);
+    if (wait == Wait::kStop) return true;
+    const absl::Time now = absl::Now();
+    if (wait == Wait::kReadable) {
+      if (redisBufferRead(context_.get()) != REDIS_OK) return false;
+      last_heard = now;
+      ping_outstanding_ = false;  // anything at all: the link is alive
+    }
+    if (now - last_tick >= options_.check_every) {
+      last_tick = now;
+      events_.tick();
+    }
+    // Idle for a heartbeat: a PING still unanswered after another one
+    // means the peer is gone without closing; else ask one.
+    if (ping_outstanding_) {
+      if (now - ping_sent > options_.heartbeat) return false;
+    } else if (now - last_heard > options_.heartbeat) {
+      if (!Ping()) return false;
+      ping_sent = now;
     }
   }
+}
+
+bool InvalidationLink::Ping() {
+  if (redisAppendCommand(context_.get(), "PING") != REDIS_OK) return false;
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(context_.get(), &done) != REDIS_OK) return false;
+  }
+  ping_outstanding_ = true;
+  return true;
 }
 
 bool InvalidationLink::Drain() {
@@ -158,15 +168,11 @@ bool InvalidationLink::Drain() {
     Reply reply(static_cast<redisReply*>(raw));
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2) continue;
     const absl::string_view kind = Str(reply->element[0]);
-    if (kind == "pong") {
-      ping_outstanding_ = false;
-      continue;
-    }
+    if (kind == "pong") continue;
     if (kind != "message" || reply->elements != 3 ||
         Str(reply->element[1]) != kChannel) {
       continue;
     }
-    ping_outstanding_ = false;  // the link is alive
     const redisReply* payload = reply->element[2];
     if (payload->type == REDIS_REPLY_NIL) {
       events_.flush_all();  // FLUSHALL / FLUSHDB

@@ -24,12 +24,14 @@ namespace near_cache {
 // What the link reports, always from one thread at a time: `up` once
 // subscribed (data connections may then redirect to `client_id`), `keys`
 // and `flush_all` as invalidations arrive, `lost` when the connection is
-// gone (every invalidation since may be lost with it).
+// gone (every invalidation since may be lost with it), and `tick` about
+// every `check_every` while it is up.
 struct InvalidationEvents {
   std::function<void(std::int64_t client_id)> up;
   std::function<void(const std::vector<std::string>& keys)> keys;
   std::function<void()> flush_all;
   std::function<void()> lost;
+  std::function<void()> tick;
 };
 
 struct InvalidationLinkOptions {
@@ -39,6 +41,7 @@ struct InvalidationLinkOptions {
   absl::Duration heartbeat;
   absl::Duration reconnect_min;
   absl::Duration reconnect_max;
+  absl::Duration check_every = absl::Milliseconds(20);
 };
 
 class InvalidationLink {
@@ -71,6 +74,8 @@ class InvalidationLink {
   bool Serve();
   // Applies every reply already read; false on a protocol error.
   bool Drain();
+  // Sends a PING (answered even in subscribed mode); false if it fails.
+  bool Ping();
   // Waits up to `timeout` for the connection (when open) or a stop.
   enum class Wait { kReadable, kTimeout, kStop };
   Wait WaitFor(absl::Duration timeout, bool with_connection);

@@ -116,6 +116,10 @@ absl::Status NearCache::Start() {
       .keys = [this](const std::vector<std::string>& keys) { OnKeys(keys); },
       .flush_all = [this] { OnFlushAll(); },
       .lost = [this] { OnLost(); },
+      .tick =
+          [this] {
+            if (links_.CloseDeadIdle() > 0) DataLinkLost();
+          },
   };
   absl::StatusOr<std::unique_ptr<InvalidationLink>> link =
       InvalidationLink::Start({.host = options_.host,

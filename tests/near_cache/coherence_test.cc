@@ -205,6 +205,26 @@ class Coherence : public NearCacheTest {
     Read(*a, "k");
     return history_.Violations(absl::ZeroDuration());
   }
+
+  // A's data connection killed while idle in its pool (redis#11767: Redis
+  // then forgets what it tracked, and tells no one); a write lands at once.
+  std::vector<std::string> DataLinkDropScenario(bool mutant) {
+    auto a = Make(Options(), NoFlush(mutant));
+    EXPECT_NE(a, nullptr);
+    if (a == nullptr) return {"no cache"};
+    ClientSet("k", "v1");
+    Read(*a, "k");
+    EXPECT_TRUE(a->Cached("k"));
+    // Every normal client but this one (SKIPME yes): A's idle data link,
+    // not its invalidation link (a pubsub client).
+    lease::Reply killed = Call({"CLIENT", "KILL", "TYPE", "normal"});
+    EXPECT_TRUE(killed != nullptr && killed->integer == 1);
+    ClientSet("k", "v2");  // no one tracks k now: no invalidation goes out
+    EXPECT_TRUE(WaitUntil([&] { return a->stats().link_losses >= 1; }));
+    Read(*a, "k");
+    Read(*a, "k");
+    return history_.Violations(absl::ZeroDuration());
+  }
 };
 
 TEST_F(Coherence, WritersAndReadersOnHotKeysNeverReadStale) {
@@ -282,6 +302,17 @@ TEST_F(Coherence, InvalidationLinkDroppedAloneFlushes) {
 
 TEST_F(Coherence, CheckerCatchesNoFlushWhenTheInvalidationLinkDrops) {
   const std::vector<std::string> violations = LinkDropScenario(true);
+  EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
+  Caught(violations, history_.reads());
+}
+
+TEST_F(Coherence, ADataLinkDroppedWhileIdleFlushes) {
+  const std::vector<std::string> violations = DataLinkDropScenario(false);
+  EXPECT_TRUE(violations.empty()) << Summary(violations);
+}
+
+TEST_F(Coherence, CheckerCatchesNoFlushWhenAnIdleDataLinkDrops) {
+  const std::vector<std::string> violations = DataLinkDropScenario(true);
   EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
   Caught(violations, history_.reads());
 }
