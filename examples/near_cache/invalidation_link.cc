@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,7 +104,9 @@ absl::Status InvalidationLink::Connect() {
 
 void InvalidationLink::Run() {
   absl::Duration backoff = options_.reconnect_min;
-  absl::BitGen rng;
+  // A std engine, not absl::BitGen: Debian's Abseil seeds BitGen from a
+  // shared pool that ThreadSanitizer cannot see synchronized.
+  std::minstd_rand rng(std::random_device{}());
   while (!stop_.load()) {
     if (context_ != nullptr) {
       if (Serve()) return;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,7 +80,7 @@ class Coherence : public NearCacheTest {
     }
     for (int r = 0; r < 4; ++r) {
       threads.emplace_back([&, r] {
-        absl::BitGen rng;
+        std::minstd_rand rng(r + 1);  // not BitGen: see invalidation_link.cc
         for (int n = 0; !stop.load(); ++n) {
           const absl::Time start = absl::Now();
           if (n % 8 == r) {

@@ -155,6 +155,8 @@ TEST_F(NearCacheBasics, BroadcastModeKeepsOnlyKeysUnderItsPrefixes) {
   ASSERT_NE(a, nullptr);
   ClientSet("user:1", "u1");
   ClientSet("other", "o1");
+  // Announced although A never read it; a Get it overlaps keeps nothing.
+  ASSERT_TRUE(WaitUntil([&] { return a->stats().invalidations == 1; }));
   EXPECT_EQ(Read(*a, "user:1"), "u1");
   EXPECT_EQ(Read(*a, "other"), "o1");
   EXPECT_TRUE(a->Cached("user:1"));
