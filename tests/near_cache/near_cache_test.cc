@@ -3,6 +3,8 @@
 // broadcast mode, and the errors that must be statuses, not crashes.
 #include "near_cache/near_cache.h"
 
+#include <signal.h>
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -170,6 +172,29 @@ TEST_F(NearCacheBasics, BroadcastModeKeepsOnlyKeysUnderItsPrefixes) {
   ASSERT_TRUE(WaitUntil([&] { return a->stats().invalidations > before; }));
   EXPECT_EQ(history_.Violations(absl::ZeroDuration()),
             std::vector<std::string>{});
+}
+
+// A Redis that stops answering but keeps its sockets open (SIGSTOP, as a
+// host that vanished without a FIN): the heartbeat finds it and the copies
+// go; once it answers again the cache reconnects.
+TEST_F(NearCacheBasics, ASilentServerIsFoundByTheHeartbeat) {
+  NearCacheOptions options = Options();
+  options.heartbeat = absl::Milliseconds(100);
+  options.io_timeout = absl::Milliseconds(200);
+  auto a = Make(options);
+  ASSERT_NE(a, nullptr);
+  ClientSet("k", "v1");
+  EXPECT_EQ(Read(*a, "k"), "v1");
+  ASSERT_TRUE(a->Cached("k"));
+  ASSERT_EQ(kill(server_->pid(), SIGSTOP), 0);
+  const bool found = WaitUntil([&] { return !a->stats().tracking; });
+  kill(server_->pid(), SIGCONT);
+  ASSERT_TRUE(found);
+  EXPECT_FALSE(a->Cached("k"));
+  EXPECT_GE(a->stats().flushes, 1u);
+  ASSERT_TRUE(WaitUntil([&] { return a->stats().tracking; }));
+  ClientSet("k", "v2");
+  EXPECT_EQ(Read(*a, "k"), "v2");
 }
 
 TEST_F(NearCacheBasics, BadOptionsAreInvalidArgument) {
