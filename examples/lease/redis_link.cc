@@ -26,6 +26,10 @@ absl::Status RedisLink::Connect() {
 }
 
 void RedisLink::Append(std::initializer_list<absl::string_view> args) {
+  Append(absl::MakeConstSpan(args.begin(), args.size()));
+}
+
+void RedisLink::Append(absl::Span<const absl::string_view> args) {
   if (context_ == nullptr) return;
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;

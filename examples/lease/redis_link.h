@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 
 namespace lease {
 
@@ -29,6 +30,8 @@ class RedisLink {
       : host_(std::move(host)), port_(port), timeout_(timeout) {}
 
   bool connected() const { return context_ != nullptr; }
+  // The socket while connected, else -1: for poll(), never for I/O.
+  int fd() const { return context_ != nullptr ? context_->fd : -1; }
   // Opens the connection if it is closed. Unavailable when the server cannot
   // be reached within the timeout.
   absl::Status Connect();
@@ -37,6 +40,8 @@ class RedisLink {
   // Queues a command; Read() sends everything queued and reads one reply.
   // The arguments are binary-safe.
   void Append(std::initializer_list<absl::string_view> args);
+  // Append for a command whose arguments are only known at run time.
+  void Append(absl::Span<const absl::string_view> args);
   // Sends everything queued without reading; Unavailable (and the link
   // closed) on an I/O error or timeout.
   absl::Status Flush();
