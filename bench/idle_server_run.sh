@@ -117,6 +117,8 @@ run_one() {  # BACKEND ROUND
     sleep 0.2
   done
   local held=$snap
+  [[ "$(field open "$held")" == "$conns" ]] ||
+    echo "idle_server_run.sh: $backend round $round held $(field open "$held") of $conns" >&2
   local url="http://127.0.0.1:$port/"
   local before after
   before=$(snapshot)
@@ -133,14 +135,16 @@ run_one() {  # BACKEND ROUND
   local requests cpu
   requests=$(( $(field requests "$after") - $(field requests "$before") ))
   cpu=$(python3 -c "print($(field cpu_s "$after") - $(field cpu_s "$before"))")
-  local wrk_rps
+  local wrk_rps timer_ns
   wrk_rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
-  printf '{"round":%d,"backend":"%s","conns":%d,"held":%d,"wrk_connections":%d,"wrk_seconds":%d,"requests":%d,"wrk_rps":%s,"cpu_s":%s,"cpu_us_per_request":%s,"rss_held":%s,"timer_bytes_held":%s,"timer_op_ns":%s,"server_end":%s,"client":%s}\n' \
+  # The timer calls' time over the window, per request answered in it.
+  timer_ns=$(python3 -c "print(($(field timer_ops "$after") * $(field timer_op_ns "$after") - $(field timer_ops "$before") * $(field timer_op_ns "$before")) / max(1, $requests))")
+  printf '{"round":%d,"backend":"%s","conns":%d,"held":%d,"wrk_connections":%d,"wrk_seconds":%d,"requests":%d,"wrk_rps":%s,"cpu_s":%s,"cpu_us_per_request":%s,"rss_held":%s,"timer_bytes_held":%s,"timer_op_ns":%s,"timer_ns_per_request":%s,"server_end":%s,"client":%s}\n' \
     "$round" "$backend" "$conns" "$(field open "$held")" "$wrk_connections" \
     "$wrk_seconds" "$requests" "${wrk_rps:-0}" "$cpu" \
     "$(python3 -c "print($cpu * 1e6 / max(1, $requests))")" \
     "$(field rss_bytes "$held")" "$(field timer_bytes "$held")" \
-    "$(field timer_op_ns "$after")" "$end" "$(cat "$work/client.out")" \
+    "$(field timer_op_ns "$after")" "$timer_ns" "$end" "$(cat "$work/client.out")" \
     | tee -a "$out"
 }
 

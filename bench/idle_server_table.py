@@ -28,7 +28,7 @@ def main(path):
     backends = [b for b in ("local", "shared", "asio", "none")
                 if any(b in rr for rr in by_round.values())]
     fig = {b: {k: [] for k in ("rps", "cpu", "timer_cpu", "share", "rss_conn",
-                               "own_conn", "op_ns", "p50", "p99", "max",
+                               "own_conn", "op_ns", "req_ns", "p50", "p99", "max",
                                "early", "missed", "twice")} for b in backends}
     for rr in by_round.values():
         none = rr.get("none")
@@ -36,17 +36,26 @@ def main(path):
             f = fig[b]
             f["rps"].append(r["wrk_rps"] / 1000.0)
             f["cpu"].append(r["cpu_us_per_request"])
+            # A round whose snapshot did not see the whole population held
+            # says nothing about bytes per connection.
+            held = r["held"] == r["conns"] and (
+                none is None or none["held"] == none["conns"])
             if none is not None and b != "none":
                 d = r["cpu_us_per_request"] - none["cpu_us_per_request"]
                 f["timer_cpu"].append(d * 1000.0)
                 f["share"].append(100.0 * d / r["cpu_us_per_request"])
-                f["rss_conn"].append((r["rss_held"] - none["rss_held"]) /
-                                     max(1, r["held"]))
-            f["own_conn"].append(r["timer_bytes_held"] / max(1, r["held"]))
+                if held:
+                    f["rss_conn"].append((r["rss_held"] - none["rss_held"]) /
+                                         r["held"])
+            if held:
+                f["own_conn"].append(r["timer_bytes_held"] / r["held"])
             # The timing's own cost (a cycle-counter pair and a virtual
             # call) is what none's empty calls measure.
-            f["op_ns"].append(r["timer_op_ns"] -
-                              (none["timer_op_ns"] if none else 0.0))
+            empty = none["timer_op_ns"] if none else 0.0
+            f["op_ns"].append(r["timer_op_ns"] - empty)
+            if "timer_ns_per_request" in r and none is not None:
+                f["req_ns"].append(r["timer_ns_per_request"] -
+                                   none.get("timer_ns_per_request", 0.0))
             end = r["server_end"]
             f["p50"].append(end["late_us_p50"] / 1000.0)
             f["p99"].append(end["late_us_p99"] / 1000.0)
@@ -66,7 +75,8 @@ def main(path):
         ("server CPU per request, us", "cpu", 2),
         ("timers' CPU per request, ns (minus none)", "timer_cpu", 0),
         ("timers' share of server CPU, %", "share", 1),
-        ("timer call on the io thread, ns (minus none's empty call)", "op_ns", 0),
+        ("timer calls per request, ns (minus none's empty calls)", "req_ns", 0),
+        ("a timer call on the io thread, ns (minus none's)", "op_ns", 0),
         ("bytes per connection, RSS minus none", "rss_conn", 0),
         ("timer bytes per connection, own count", "own_conn", 0),
         ("idle-close lateness p50, ms", "p50", 2),

@@ -73,6 +73,7 @@ std::string Snapshot(const idle_server::Server& server, const char* what,
                             : static_cast<double>(c.timer_op_cycles) /
                                   cycles_per_ns /
                                   static_cast<double>(c.timer_ops))
+      .Add("timer_ops_preempted", c.timer_ops_preempted)
       .Add("timer_bytes", static_cast<std::uint64_t>(timer_bytes))
       .Add("rss_bytes", support::RssBytes())
       .Add("cpu_s", support::ProcessCpuSeconds());

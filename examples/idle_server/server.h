@@ -55,6 +55,7 @@ struct ServerCounts {
   std::uint64_t double_closes = 0;  // a close of a closed connection: a bug
   std::uint64_t timer_ops = 0;      // timer calls made on the io threads
   std::uint64_t timer_op_cycles = 0;  // the cycle counter over those calls
+  std::uint64_t timer_ops_preempted = 0;  // calls left out: descheduled
 };
 
 class IoThread;
