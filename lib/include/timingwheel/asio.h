@@ -150,7 +150,7 @@ class AsioLocalWheel {
   template <typename Delay>
   absl::Status SetIn(K key, V value, Delay delay) {
     const std::optional<TimePoint> deadline = DeadlineAfter(delay);
-    if (!deadline.has_value()) return BadDelay(delay);
+    if (!deadline.has_value()) return internal::InvalidDelay(delay);
     absl::Status s =
         state_->wheel->SetAt(std::move(key), std::move(value), *deadline);
     if (s.ok()) WakeBy(*deadline);
@@ -159,7 +159,7 @@ class AsioLocalWheel {
   template <typename Delay>
   absl::Status MoveIn(const K& key, Delay delay) {
     const std::optional<TimePoint> deadline = DeadlineAfter(delay);
-    if (!deadline.has_value()) return BadDelay(delay);
+    if (!deadline.has_value()) return internal::InvalidDelay(delay);
     absl::Status s = state_->wheel->MoveAt(key, *deadline);
     if (s.ok()) WakeBy(*deadline);
     return s;
@@ -173,14 +173,6 @@ class AsioLocalWheel {
       return TimePoint::max();
     }
     return internal::TickTime::NanosAsTime(now + *ns);
-  }
-  static absl::Status BadDelay(absl::Duration delay) {
-    absl::Status s = internal::ValidateDelay(delay);
-    return s.ok() ? absl::InvalidArgumentError("delay must be positive") : s;
-  }
-  template <typename Rep, typename Period>
-  static absl::Status BadDelay(std::chrono::duration<Rep, Period> delay) {
-    return internal::ValidateDelay(internal::ToDuration(delay));
   }
 
   void WakeBy(TimePoint deadline) {

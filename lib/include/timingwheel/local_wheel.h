@@ -286,7 +286,7 @@ class LocalWheel {
   template <typename Delay>
   absl::Status SetIn(K key, V value, Delay delay) {
     const std::optional<std::int64_t> ns = internal::DelayNanos(delay);
-    if (!ns.has_value()) return BadDelay(delay);
+    if (!ns.has_value()) return internal::InvalidDelay(delay);
     const std::uint32_t hash = wheel_.HashOf(key);
     // The index's line is on its way while the clock is read: a clock read
     // may wait for every load before it (a serialising counter read), and
@@ -299,20 +299,12 @@ class LocalWheel {
   template <typename Delay>
   absl::Status MoveIn(const K& key, Delay delay) {
     const std::optional<std::int64_t> ns = internal::DelayNanos(delay);
-    if (!ns.has_value()) return BadDelay(delay);
+    if (!ns.has_value()) return internal::InvalidDelay(delay);
     const std::uint32_t hash = wheel_.HashOf(key);
     wheel_.PrefetchIndex(hash);
     const std::uint64_t tick =
         time_.TickAfter(internal::CycleClock::NanosNotBefore(), *ns);
     return MoveTick(key, tick, hash);
-  }
-  static absl::Status BadDelay(absl::Duration delay) {
-    absl::Status s = internal::ValidateDelay(delay);
-    return s.ok() ? absl::InvalidArgumentError("delay must be positive") : s;
-  }
-  template <typename Rep, typename Period>
-  static absl::Status BadDelay(std::chrono::duration<Rep, Period> delay) {
-    return internal::ValidateDelay(internal::ToDuration(delay));
   }
 
   absl::Status SetTick(K key, V value, std::uint64_t tick) {

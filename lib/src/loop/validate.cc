@@ -85,5 +85,13 @@ absl::Status ValidateDelay(absl::Duration delay) {
   return absl::OkStatus();
 }
 
+absl::Status InvalidDelay(absl::Duration delay) {
+  absl::Status s = ValidateDelay(delay);
+  return s.ok() ? absl::InvalidArgumentError(
+                      absl::StrCat("delay must be positive and finite, got ",
+                                   absl::FormatDuration(delay)))
+                : s;
+}
+
 }  // namespace internal
 }  // namespace timingwheel

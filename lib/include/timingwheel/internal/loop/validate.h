@@ -3,10 +3,12 @@
 #ifndef TIMINGWHEEL_INTERNAL_LOOP_VALIDATE_H_
 #define TIMINGWHEEL_INTERNAL_LOOP_VALIDATE_H_
 
+#include <chrono>
 #include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "timingwheel/internal/base/duration.h"
 #include "timingwheel/internal/wheel/wheel.h"
 #include "timingwheel/options.h"
 
@@ -19,6 +21,12 @@ absl::Status ValidateOptions(const Options& options);
 absl::Status ValidateLocalOptions(const LocalOptions& options);
 // SetTimer's and MoveTimer's check: delay > 0 and finite.
 absl::Status ValidateDelay(absl::Duration delay);
+// The InvalidArgument for a delay that DelayNanos refused (never OK).
+absl::Status InvalidDelay(absl::Duration delay);
+template <typename Rep, typename Period>
+absl::Status InvalidDelay(std::chrono::duration<Rep, Period> delay) {
+  return InvalidDelay(ToDuration(delay));
+}
 
 // Every num_slots that Create accepts fits the wheel's list ids.
 static_assert(static_cast<std::uint32_t>(kMaxSlots) <=
