@@ -308,12 +308,12 @@ KeeperStats LeaseKeeper::stats() const {
   s.acquired = acquired_.load(std::memory_order_relaxed);
   s.refused = refused_.load(std::memory_order_relaxed);
   s.released = released_.load(std::memory_order_relaxed);
-  s.renewals = renewals_.load(std::memory_order_relaxed);
   s.renew_failures = renew_failures_.load(std::memory_order_relaxed);
   s.lost = lost_.load(std::memory_order_relaxed);
   s.connects = connects_.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(lateness_mu_);
+    s.renewals = renewals_;
     s.renew_lateness = lateness_;
   }
   s.wheel = wheel_->stats();

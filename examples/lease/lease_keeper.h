@@ -179,8 +179,10 @@ class LeaseKeeper {
   std::int64_t last_log_ns_ = 0;
   int logs_suppressed_ = 0;
   std::atomic<std::uint64_t> acquired_{0}, refused_{0}, released_{0},
-      renewals_{0}, renew_failures_{0}, lost_{0}, connects_{0};
+      renew_failures_{0}, lost_{0}, connects_{0};
+  // A renewal and its lateness, counted together.
   mutable std::mutex lateness_mu_;
+  std::uint64_t renewals_ = 0;               // guarded by lateness_mu_
   timingwheel::LatencyHistogram lateness_;  // guarded by lateness_mu_
 
   std::thread renewer_;

@@ -147,7 +147,8 @@ void LeaseKeeper::Finish(Flight& flight) {
   const std::int64_t retry_ns = absl::ToInt64Nanoseconds(options_.retry_after);
   std::vector<std::pair<std::uint64_t, Renewal>> rearm, retry;
   std::vector<std::string>& lost = flight.lost;
-  std::size_t renewed = 0, failures = 0;
+  std::vector<std::int64_t> lateness_ns;  // one per renewal applied
+  std::size_t failures = 0;
   {
     std::lock_guard lock(mu_);
     for (Flight::Item& item : flight.items) {
@@ -155,7 +156,7 @@ void LeaseKeeper::Finish(Flight& flight) {
       if (it == held_.end() || it->second.id != item.id) continue;  // released
       switch (item.outcome) {
         case Outcome::kRenewed:
-          ++renewed;
+          lateness_ns.push_back(done_ns - item.due_ns);
           it->second.valid_until_ns = flight.sent_ns + ttl_ns;
           rearm.emplace_back(item.id, Renewal{std::move(item.name), 0});
           break;
@@ -178,12 +179,11 @@ void LeaseKeeper::Finish(Flight& flight) {
     }
   }
   {
+    // A renewal and its lateness are counted under one lock, so stats()
+    // never sees one without the other.
     std::lock_guard lock(lateness_mu_);
-    for (const Flight::Item& item : flight.items) {
-      if (item.outcome == Outcome::kRenewed) {
-        Record(lateness_, done_ns - item.due_ns);
-      }
-    }
+    for (const std::int64_t ns : lateness_ns) Record(lateness_, ns);
+    renewals_ += lateness_ns.size();
   }
   // Refused only once the keeper is abandoned, when nothing is renewed.
   for (auto* group : {&rearm, &retry}) {
@@ -193,7 +193,6 @@ void LeaseKeeper::Finish(Flight& flight) {
     for (auto& entry : *group) entry.second.due_ns = due;
     if (!group->empty()) (void)wheel_->SetTimers(absl::MakeSpan(*group), delay);
   }
-  renewals_.fetch_add(renewed, std::memory_order_relaxed);
   renew_failures_.fetch_add(failures, std::memory_order_relaxed);
   if (failures > 0) {
     Log(absl::StrCat("lease keeper: ", failures, " renewals got no answer (",
