@@ -21,7 +21,7 @@
 #include "timingwheel/cache.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_concurrency_test {
 
 using ::timingwheel::testing::BecomesTrue;
 using ::timingwheel::testing::Event;
@@ -237,5 +237,5 @@ TEST(CacheConcurrency, DestructionWaitsForAListenerCallInFlight) {
   EXPECT_EQ(calls.load(), 1);  // the 100 left were destroyed unannounced
 }
 
-}  // namespace
+}  // namespace cache_concurrency_test
 }  // namespace timingwheel

@@ -12,7 +12,7 @@
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_errors_test {
 
 using ::absl::StatusCode;
 using cache_testing::Fixture;
@@ -84,5 +84,5 @@ TEST(CacheErrors, GetOrLoadRefusesAnEmptyLoader) {
   EXPECT_EQ(f.cache->stats().loads + f.cache->stats().load_failures, 0u);
 }
 
-}  // namespace
+}  // namespace cache_errors_test
 }  // namespace timingwheel

@@ -31,7 +31,7 @@
 
 namespace timingwheel {
 namespace internal {
-namespace {
+namespace cache_exceptions_test {
 
 // Copies of Key and HeapValue made from now on throw once `copies_left`
 // reaches 0 (-1: never). Moves never throw.
@@ -415,6 +415,6 @@ std::string ShapeName(const ::testing::TestParamInfo<Params>& info) {
 INSTANTIATE_TEST_SUITE_P(Caches, InPlace, kShapes, ShapeName);
 INSTANTIATE_TEST_SUITE_P(Caches, ByNode, kShapes, ShapeName);
 
-}  // namespace
+}  // namespace cache_exceptions_test
 }  // namespace internal
 }  // namespace timingwheel

@@ -20,7 +20,7 @@
 
 namespace timingwheel {
 namespace internal {
-namespace {
+namespace cache_invariants_test {
 
 using IntCache = Cache<int, int>;
 using Shard = CacheShard<int, int, absl::Hash<int>, std::equal_to<int>>;
@@ -220,6 +220,6 @@ TEST_F(CacheInvariantsTest, CatchABucketWithoutASentinel) {
   EXPECT_EQ(Check(), absl::OkStatus());
 }
 
-}  // namespace
+}  // namespace cache_invariants_test
 }  // namespace internal
 }  // namespace timingwheel

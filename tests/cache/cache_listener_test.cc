@@ -24,7 +24,7 @@
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_listener_test {
 
 using cache_testing::IntCache;
 using cache_testing::kInterval;
@@ -287,5 +287,5 @@ TEST(CacheC7, ExactlyOnceWithoutAListenerToo) {
   EXPECT_EQ((*c)->stats().expired, 10u);
 }
 
-}  // namespace
+}  // namespace cache_listener_test
 }  // namespace timingwheel

@@ -23,7 +23,7 @@
 #include "timingwheel/cache.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_load_test {
 
 using ::absl::StatusCode;
 using cache_testing::Fixture;
@@ -251,5 +251,5 @@ TEST(CacheC6, ALoadAskingForItsOwnKeyFailsInsteadOfHanging) {
   EXPECT_EQ(f.cache->stats().loads, 2u);
 }
 
-}  // namespace
+}  // namespace cache_load_test
 }  // namespace timingwheel

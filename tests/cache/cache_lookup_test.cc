@@ -16,7 +16,7 @@
 #include "timingwheel/cache.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_lookup_test {
 
 TEST(CacheLookup, StringViewFindsWhatTheStringFinds) {
   auto cache = Cache<std::string, int>::Create({});
@@ -117,5 +117,5 @@ TEST(CacheLookup, TransparentHashAndEqTakeTheirOwnKeyType) {
   EXPECT_EQ((*cache)->Get(std::string("bob")), 2);
 }
 
-}  // namespace
+}  // namespace cache_lookup_test
 }  // namespace timingwheel

@@ -27,7 +27,7 @@
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_model_test {
 
 constexpr absl::Duration kInterval = absl::Seconds(1);
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
@@ -284,5 +284,5 @@ INSTANTIATE_TEST_SUITE_P(All, CacheModelTest, ::testing::ValuesIn(AllParams()),
                                   "_Seed" + std::to_string(info.param.seed);
                          });
 
-}  // namespace
+}  // namespace cache_model_test
 }  // namespace timingwheel

@@ -40,7 +40,7 @@
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_race_test {
 
 using ::timingwheel::internal::CacheTestPeer;
 using ::timingwheel::testing::NowNs;
@@ -377,5 +377,5 @@ TYPED_TEST(CacheRace, SlidingGetsAgainstWritesAndExpiryUnbounded) {
   RaceGetsAgainstWriters<TypeParam>(o);
 }
 
-}  // namespace
+}  // namespace cache_race_test
 }  // namespace timingwheel

@@ -24,7 +24,7 @@
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_set_without_lock_test {
 
 using ::timingwheel::internal::CacheTestPeer;
 using Heard = std::tuple<int, std::uint64_t, RemovalCause>;
@@ -197,5 +197,5 @@ TEST(CacheSetWithoutLock, AnOpenLoadSendsSetsToTheLock) {
   EXPECT_EQ(set.get(), absl::OkStatus());
 }
 
-}  // namespace
+}  // namespace cache_set_without_lock_test
 }  // namespace timingwheel

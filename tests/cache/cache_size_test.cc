@@ -14,7 +14,7 @@
 #include "timingwheel/cache.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_size_test {
 
 using cache_testing::Fixture;
 using cache_testing::Removal;
@@ -111,5 +111,5 @@ TEST(CacheC5, FrequentKeysSurviveAScanOfOneOffs) {
   EXPECT_GE(kept, 450);  // an LRU would keep none
 }
 
-}  // namespace
+}  // namespace cache_size_test
 }  // namespace timingwheel

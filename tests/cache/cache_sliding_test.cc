@@ -14,7 +14,7 @@
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_sliding_test {
 
 using cache_testing::Fixture;
 using cache_testing::kInterval;
@@ -117,5 +117,5 @@ TEST(CacheC4, WithoutSlidingHitsDoNotExtend) {
   EXPECT_FALSE(f.cache->Get("k").has_value());
 }
 
-}  // namespace
+}  // namespace cache_sliding_test
 }  // namespace timingwheel

@@ -20,7 +20,7 @@
 #include "timingwheel/ticker.h"
 
 namespace timingwheel {
-namespace {
+namespace cache_ttl_test {
 
 using cache_testing::Fixture;
 using cache_testing::IntCache;
@@ -317,5 +317,5 @@ TEST(CacheMemory, ReusedAfterMassExpiry) {
   }
 }
 
-}  // namespace
+}  // namespace cache_ttl_test
 }  // namespace timingwheel

@@ -30,7 +30,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace batch_test {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::Entries;
@@ -449,5 +449,5 @@ TEST(B1Batch, ConcurrentBatchesEndEveryTimerExactlyOnce) {
   }
 }
 
-}  // namespace
+}  // namespace batch_test
 }  // namespace timingwheel

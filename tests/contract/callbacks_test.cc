@@ -29,7 +29,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace callbacks_test {
 
 using ::timingwheel::testing::BecomesTrue;
 using ::timingwheel::testing::Entries;
@@ -305,5 +305,5 @@ TEST(S10Callbacks, ThrowingDrainFnDoesNotLoseOtherEntries) {
   EXPECT_EQ(StopSorted(w.wheel()), Entries());
 }
 
-}  // namespace
+}  // namespace callbacks_test
 }  // namespace timingwheel

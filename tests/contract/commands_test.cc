@@ -22,7 +22,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace commands_test {
 
 using ::timingwheel::testing::Entries;
 using ::timingwheel::testing::Fire;
@@ -389,5 +389,5 @@ TEST(S9Order, ConcurrentThreadsEachKeepTheirOrder) {
   EXPECT_TRUE(w.fires().empty());
 }
 
-}  // namespace
+}  // namespace commands_test
 }  // namespace timingwheel

@@ -37,7 +37,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace drain_test {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::ConcurrencyBarrier;
@@ -481,5 +481,5 @@ TEST(E7DrainPool, ThreadsAreReusedAcrossDrains) {
   EXPECT_EQ(tokens[0], tokens[1]) << "each Drain ran on new threads";
 }
 
-}  // namespace
+}  // namespace drain_test
 }  // namespace timingwheel

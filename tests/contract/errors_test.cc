@@ -30,7 +30,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace errors_test {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::Entries;
@@ -479,5 +479,5 @@ TEST(ErrorsDrain, EmptyFnIsRefused) {
   EXPECT_EQ(w.FireTick(1), 1);  // nothing was drained
 }
 
-}  // namespace
+}  // namespace errors_test
 }  // namespace timingwheel

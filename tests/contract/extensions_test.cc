@@ -20,7 +20,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace extensions_test {
 
 using ::timingwheel::testing::BecomesTrue;
 using ::timingwheel::testing::Counted;
@@ -196,7 +196,6 @@ TEST(E9Memory, FallsBackAfterMostTimersAreRemoved) {
   }
 }
 
-}  // namespace
 // Sets n timers far out, removes them all, and returns the memory the wheel
 // held at its peak; the wheel is then empty and wants to give memory back.
 std::size_t FillAndEmpty(ManualWheel& w, int n) {
@@ -240,4 +239,5 @@ TEST(E9Memory, InfiniteDecayKeepsTheMemory) {
   EXPECT_GE(w.wheel().stats().memory_bytes, peak / 2);
 }
 
+}  // namespace extensions_test
 }  // namespace timingwheel

@@ -25,7 +25,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace metrics_test {
 
 using ::timingwheel::testing::BecomesTrue;
 using ::timingwheel::testing::Event;
@@ -337,5 +337,5 @@ TEST(PrometheusText, LiveSnapshotsRoundTrip) {
       1);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace timingwheel

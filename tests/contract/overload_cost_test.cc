@@ -30,7 +30,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace overload_cost_test {
 
 using ::timingwheel::testing::BecomesTrue;
 using ::timingwheel::testing::NowNs;
@@ -233,5 +233,5 @@ TEST(OverloadCost, SlowKeysFireWithinMaxLagUnderAFlood) {
                      << static_cast<double>(max_late) / 1e6 << " ms";
 }
 
-}  // namespace
+}  // namespace overload_cost_test
 }  // namespace timingwheel

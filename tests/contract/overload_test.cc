@@ -25,7 +25,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace overload_test {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::BecomesTrue;
@@ -217,5 +217,5 @@ TEST(Overload, FloodWithMaxLagLosesNothing) {
   }
 }
 
-}  // namespace
+}  // namespace overload_test
 }  // namespace timingwheel

@@ -33,7 +33,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace realtime_test {
 
 using ::timingwheel::testing::kHangGuard;
 using ::timingwheel::testing::NowNs;
@@ -487,5 +487,5 @@ TEST(RealTime, DrainThreadsStartAtTheFirstDrainAndEndWithTheWheel) {
   EXPECT_EQ(ThreadsNamed("tw-drain"), before);
 }
 
-}  // namespace
+}  // namespace realtime_test
 }  // namespace timingwheel

@@ -31,7 +31,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace stop_test {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::BecomesTrue;
@@ -543,5 +543,5 @@ TEST(E12DestroyFromAnotherThread, WaitsForTheCallbackInFlight) {
   ticking.join();
 }
 
-}  // namespace
+}  // namespace stop_test
 }  // namespace timingwheel

@@ -17,7 +17,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace timing_test {
 
 using ::absl::StatusCode;
 using ::timingwheel::testing::Entries;
@@ -234,5 +234,5 @@ TEST(S5LongDelays, HugeUnsignedChronoDelayIsFinite) {
   EXPECT_EQ(StopSorted(w.wheel()), (Entries{{1, 1}, {2, 2}, {3, 3}}));
 }
 
-}  // namespace
+}  // namespace timing_test
 }  // namespace timingwheel

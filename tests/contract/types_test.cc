@@ -29,7 +29,7 @@
 #include "timingwheel/timing_wheel.h"
 
 namespace timingwheel {
-namespace {
+namespace types_test {
 
 using ::timingwheel::testing::ConstantHash;
 using ::timingwheel::testing::Event;
@@ -440,5 +440,5 @@ TEST(Types, ChronoDelaysFireOnTheirTicks) {
   EXPECT_EQ(w.FireTick(8), 9);
 }
 
-}  // namespace
+}  // namespace types_test
 }  // namespace timingwheel

@@ -17,7 +17,7 @@
 #include "wheel_model.h"
 
 namespace timingwheel {
-namespace {
+namespace local_wheel_model_test {
 
 using std::chrono::nanoseconds;
 using W = LocalWheel<std::uint32_t, std::uint64_t>;
@@ -140,5 +140,5 @@ TEST(LocalWheelModel, ManyKeysAcrossLevels) {
   }
 }
 
-}  // namespace
+}  // namespace local_wheel_model_test
 }  // namespace timingwheel

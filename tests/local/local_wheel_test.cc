@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 
 namespace timingwheel {
-namespace {
+namespace local_wheel_test {
 
 using std::chrono::milliseconds;
 using IntWheel = LocalWheel<int, int>;
@@ -383,5 +383,5 @@ TEST(LocalWheelDeathTest, AnotherThreadIsRefused) {
 }
 #endif
 
-}  // namespace
+}  // namespace local_wheel_test
 }  // namespace timingwheel

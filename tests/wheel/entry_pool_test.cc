@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace timingwheel::internal {
-namespace {
+namespace entry_pool_test {
 
 struct TestEntry {
   std::uint32_t prev;
@@ -606,5 +606,5 @@ TEST(EntryPoolTest, WantsShrinkThresholds) {
   h.CheckAll();
 }
 
-}  // namespace
+}  // namespace entry_pool_test
 }  // namespace timingwheel::internal

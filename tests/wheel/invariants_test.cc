@@ -53,7 +53,7 @@ class WheelTestPeer {
   }
 };
 
-namespace {
+namespace invariants_test {
 
 // Expects a failed check whose message contains `what`.
 void ExpectCaught(const absl::Status& status, absl::string_view what) {
@@ -367,6 +367,6 @@ TEST(WheelInvariants, CatchACoarseTimerFiledAfterItsDeadline) {
   EXPECT_EQ(w.CheckInvariants(), absl::OkStatus());
 }
 
-}  // namespace
+}  // namespace invariants_test
 }  // namespace internal
 }  // namespace timingwheel

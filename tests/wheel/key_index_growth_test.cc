@@ -18,7 +18,7 @@
 
 namespace timingwheel {
 namespace internal {
-namespace {
+namespace key_index_growth_test {
 
 using key_index_testing::Checked;
 using key_index_testing::EraseDownTo;
@@ -418,6 +418,6 @@ TEST(KeyIndexTest, GrowthOfALargeTableGivesTheOldOneBackInPieces) {
   c.ExpectConsistent();
 }
 
-}  // namespace
+}  // namespace key_index_growth_test
 }  // namespace internal
 }  // namespace timingwheel

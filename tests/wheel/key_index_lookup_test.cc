@@ -19,7 +19,7 @@
 
 namespace timingwheel {
 namespace internal {
-namespace {
+namespace key_index_lookup_test {
 
 using key_index_testing::Checked;
 
@@ -164,6 +164,6 @@ TEST(KeyIndexTest, ReserveMakesRoomWithoutLosingWords) {
   EXPECT_EQ(c.index().MemoryBytes(), c.index().capacity() * 8);
 }
 
-}  // namespace
+}  // namespace key_index_lookup_test
 }  // namespace internal
 }  // namespace timingwheel

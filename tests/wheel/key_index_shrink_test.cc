@@ -16,7 +16,7 @@
 
 namespace timingwheel {
 namespace internal {
-namespace {
+namespace key_index_shrink_test {
 
 using key_index_testing::Checked;
 using key_index_testing::EraseDownTo;
@@ -408,6 +408,6 @@ TEST(KeyIndexTest, LookupsNeverReadTheOldTablesGivenBackPart) {
   c.ExpectConsistent();
 }
 
-}  // namespace
+}  // namespace key_index_shrink_test
 }  // namespace internal
 }  // namespace timingwheel

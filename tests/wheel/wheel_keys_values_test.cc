@@ -23,7 +23,7 @@
 
 namespace timingwheel {
 namespace internal {
-namespace {
+namespace wheel_keys_values_test {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -417,6 +417,6 @@ TEST(WheelTest, MemoryBytesCountsTheSlotsAndEveryEntry) {
   EXPECT_EQ(Advance(w, 10'000).size(), 10'000u);
 }
 
-}  // namespace
+}  // namespace wheel_keys_values_test
 }  // namespace internal
 }  // namespace timingwheel

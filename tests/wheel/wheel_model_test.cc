@@ -24,7 +24,7 @@
 
 namespace timingwheel {
 namespace testing {
-namespace {
+namespace wheel_model_test {
 
 Op SetAt(std::uint32_t key, std::uint64_t deadline) {
   return Op{OpKind::kSet, key, deadline, /*absolute=*/true};
@@ -646,6 +646,6 @@ TEST(WheelModelTest, FuzzCorpusReplays) {
   EXPECT_GT(files, 0) << "no inputs in " << dir;
 }
 
-}  // namespace
+}  // namespace wheel_model_test
 }  // namespace testing
 }  // namespace timingwheel

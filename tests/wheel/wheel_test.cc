@@ -25,7 +25,7 @@
 
 namespace timingwheel {
 namespace internal {
-namespace {
+namespace wheel_test {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -572,6 +572,6 @@ TEST(WheelTest, RemoveIsLazyExactlyForTimersFiledOnLevel0) {
   EXPECT_EQ(w.NextDueTick(), kNever);
 }
 
-}  // namespace
+}  // namespace wheel_test
 }  // namespace internal
 }  // namespace timingwheel
