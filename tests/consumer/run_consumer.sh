@@ -36,25 +36,31 @@ check_output() {  # $1 = what, $2 = binary
   [[ "$out" == *"$expected"* ]] || fail "$1: unexpected output"
 }
 
-# Part 1: Meson subproject.
-echo "== consumer as a Meson subproject ($repo)"
-cp -R "$here/project" "$tmp/project"
-mkdir -p "$tmp/project/subprojects"
-ln -s "$repo" "$tmp/project/subprojects/timingwheel"
-meson setup "$tmp/build-sub" "$tmp/project" --wrap-mode=nodownload \
-  >"$tmp/setup-sub.log" 2>&1 || { cat "$tmp/setup-sub.log"; fail "meson setup (subproject)"; }
-ninja -C "$tmp/build-sub" -j "$jobs" >"$tmp/ninja-sub.log" 2>&1 \
-  || { cat "$tmp/ninja-sub.log"; fail "build (subproject)"; }
-# As a subproject, timingwheel must build the library and nothing else.
-extra=$(meson introspect --targets "$tmp/build-sub" | python3 -c '
+# Part 1: Meson subproject. Runs beside parts 2-4, which build the library
+# again, so that one's configure and link steps overlap the other's
+# compiles; its output is printed at the end.
+subproject_check() {
+  echo "== consumer as a Meson subproject ($repo)"
+  cp -R "$here/project" "$tmp/project"
+  mkdir -p "$tmp/project/subprojects"
+  ln -s "$repo" "$tmp/project/subprojects/timingwheel"
+  meson setup "$tmp/build-sub" "$tmp/project" --wrap-mode=nodownload \
+    >"$tmp/setup-sub.log" 2>&1 || { cat "$tmp/setup-sub.log"; fail "meson setup (subproject)"; }
+  ninja -C "$tmp/build-sub" -j "$jobs" >"$tmp/ninja-sub.log" 2>&1 \
+    || { cat "$tmp/ninja-sub.log"; fail "build (subproject)"; }
+  # As a subproject, timingwheel must build the library and nothing else.
+  extra=$(meson introspect --targets "$tmp/build-sub" | python3 -c '
 import json, sys
 names = [t["name"] for t in json.load(sys.stdin)]
 print(" ".join(n for n in names if n not in ("consumer", "timingwheel")))')
-[[ -z "$extra" ]] || fail "the subproject built more than the library: $extra"
-if meson introspect --tests "$tmp/build-sub" | grep -q '"name"'; then
-  fail "the subproject registered tests"
-fi
-check_output "subproject" "$tmp/build-sub/consumer"
+  [[ -z "$extra" ]] || fail "the subproject built more than the library: $extra"
+  if meson introspect --tests "$tmp/build-sub" | grep -q '"name"'; then
+    fail "the subproject registered tests"
+  fi
+  check_output "subproject" "$tmp/build-sub/consumer"
+}
+subproject_check >"$tmp/part1.log" 2>&1 &
+part1=$!
 
 # Part 2: installed copy through pkg-config.
 echo "== consumer of an installed copy (pkg-config timingwheel)"
@@ -130,4 +136,8 @@ if cmake -S "$tmp/cmake-too-new" -B "$tmp/build-too-new" \
 fi
 echo "find_package(timingwheel 9.0) refused, as it must"
 
+part1_status=0
+wait "$part1" || part1_status=$?
+cat "$tmp/part1.log"
+((part1_status == 0)) || fail "the subproject check (above) exited with $part1_status"
 echo "run_consumer: OK"

@@ -226,6 +226,18 @@ class Coherence : public NearCacheTest {
     Read(*a, "k");
     return history_.Violations(absl::ZeroDuration());
   }
+
+  // A run of the near cache as built reads nothing stale.
+  static void ExpectCoherent(const std::vector<std::string>& violations) {
+    EXPECT_TRUE(violations.empty()) << Summary(violations);
+  }
+
+  // A run of a mutant: the checker must catch it (what it found goes to the
+  // test log).
+  void ExpectCaught(const std::vector<std::string>& violations) {
+    EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
+    Caught(violations, history_.reads());
+  }
 };
 
 TEST_F(Coherence, WritersAndReadersOnHotKeysNeverReadStale) {
@@ -233,9 +245,7 @@ TEST_F(Coherence, WritersAndReadersOnHotKeysNeverReadStale) {
   auto b = Make();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  const std::vector<std::string> violations =
-      Stress(*a, *b, absl::Milliseconds(1500));
-  EXPECT_TRUE(violations.empty()) << Summary(violations);
+  ExpectCoherent(Stress(*a, *b, absl::Milliseconds(1500)));
   const NearCacheStats s = a->stats();
   EXPECT_GT(s.hits, 0u);
   EXPECT_GT(s.invalidations, 0u);
@@ -257,9 +267,7 @@ TEST_F(Coherence, SlowKeepsUnderStressStillReadNothingStale) {
   auto b = Make();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  const std::vector<std::string> violations =
-      Stress(*a, *b, absl::Milliseconds(1500));
-  EXPECT_TRUE(violations.empty()) << Summary(violations);
+  ExpectCoherent(Stress(*a, *b, absl::Milliseconds(1500)));
   EXPECT_GT(a->stats().refused, 0u);  // the window was hit, and handled
 }
 
@@ -268,54 +276,39 @@ TEST_F(Coherence, CheckerCatchesIgnoredInflightInvalidationsUnderStress) {
   auto b = Make();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  const std::vector<std::string> violations =
-      Stress(*a, *b, absl::Milliseconds(1500));
-  EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
-  Caught(violations, history_.reads());
+  ExpectCaught(Stress(*a, *b, absl::Milliseconds(1500)));
 }
 
 TEST_F(Coherence, AReplyThatRacedItsInvalidationIsReturnedButNotKept) {
-  const std::vector<std::string> violations = InflightScenario(false);
-  EXPECT_TRUE(violations.empty()) << Summary(violations);
+  ExpectCoherent(InflightScenario(false));
 }
 
 TEST_F(Coherence, CheckerCatchesIgnoredInflightInvalidation) {
-  const std::vector<std::string> violations = InflightScenario(true);
-  EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
-  Caught(violations, history_.reads());
+  ExpectCaught(InflightScenario(true));
 }
 
 TEST_F(Coherence, RedisRestartedFlushesBeforeServingAgain) {
-  const std::vector<std::string> violations = RestartScenario(false);
-  EXPECT_TRUE(violations.empty()) << Summary(violations);
+  ExpectCoherent(RestartScenario(false));
 }
 
 TEST_F(Coherence, CheckerCatchesNoFlushWhenRedisRestarts) {
-  const std::vector<std::string> violations = RestartScenario(true);
-  EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
-  Caught(violations, history_.reads());
+  ExpectCaught(RestartScenario(true));
 }
 
 TEST_F(Coherence, InvalidationLinkDroppedAloneFlushes) {
-  const std::vector<std::string> violations = LinkDropScenario(false);
-  EXPECT_TRUE(violations.empty()) << Summary(violations);
+  ExpectCoherent(LinkDropScenario(false));
 }
 
 TEST_F(Coherence, CheckerCatchesNoFlushWhenTheInvalidationLinkDrops) {
-  const std::vector<std::string> violations = LinkDropScenario(true);
-  EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
-  Caught(violations, history_.reads());
+  ExpectCaught(LinkDropScenario(true));
 }
 
 TEST_F(Coherence, ADataLinkDroppedWhileIdleFlushes) {
-  const std::vector<std::string> violations = DataLinkDropScenario(false);
-  EXPECT_TRUE(violations.empty()) << Summary(violations);
+  ExpectCoherent(DataLinkDropScenario(false));
 }
 
 TEST_F(Coherence, CheckerCatchesNoFlushWhenAnIdleDataLinkDrops) {
-  const std::vector<std::string> violations = DataLinkDropScenario(true);
-  EXPECT_FALSE(violations.empty()) << "the checker missed the mutant";
-  Caught(violations, history_.reads());
+  ExpectCaught(DataLinkDropScenario(true));
 }
 
 }  // namespace
