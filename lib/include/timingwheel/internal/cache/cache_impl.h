@@ -8,9 +8,9 @@
 //
 // Every write ends the same way: the shard's call returns the removals it
 // collected, and Notify tells the listener, which may call the cache or
-// destroy it: UserCallFrame and CacheGate make the call that did so touch
-// nothing after. Nothing here throws but what a user's type or load()
-// throws, and then the shard is as it was (shard.h).
+// destroy it: UserCallFrame (user_call_frame.h) and CacheGate (gate.h) make
+// the call that did so touch nothing after. Nothing here throws but what a
+// user's type or load() throws, and then the shard is as it was (shard.h).
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 
@@ -40,6 +40,7 @@
 #include "timingwheel/internal/cache/keys.h"
 #include "timingwheel/internal/cache/schedule_point.h"
 #include "timingwheel/internal/cache/shard.h"
+#include "timingwheel/internal/cache/user_call_frame.h"
 #include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
@@ -140,7 +141,7 @@ class CacheImpl {
   // ~Cache (cache.h): stops the wheel, waiting for the listener calls in
   // flight on other threads, then the members destroy the values left.
   ~CacheImpl() {
-    UserCallFrame::MarkDestroyed(this);
+    CallFrame::MarkDestroyed(this);
     // From a listener inside this thread's OnBucket, that call is ours and
     // returns untouched; any other must end before the memory goes.
     gate_->Close(in_bucket_of_ == this ? 1 : 0);
@@ -237,7 +238,7 @@ class CacheImpl {
     bool destroyed;
     const auto load_start = std::chrono::steady_clock::now();
     {
-      UserCallFrame frame(this);
+      CallFrame frame(this);
       try {
         result = load();
       } catch (...) {
@@ -449,7 +450,7 @@ class CacheImpl {
     // Our own reference: destroying the cache from the listener must not
     // destroy the callable that is running.
     const std::shared_ptr<const RemovalListener> listener = listener_;
-    UserCallFrame frame(this);
+    CallFrame frame(this);
     for (auto& [k, v, cause] : removals) {
       // One listener's exception must not cost the next removal its call,
       // nor escape from a Set or Delete that has already done its work.
@@ -465,32 +466,8 @@ class CacheImpl {
     return frame.destroyed();
   }
 
-  // A call into the user's code (the listener, or a load) in progress on
-  // this thread, innermost first: that code may call another cache, or this
-  // one. ~CacheImpl marks the frames of the cache it destroys, and the Notify
-  // or GetOrLoad that owns one touches the cache no more.
-  class UserCallFrame {
-   public:
-    explicit UserCallFrame(const CacheImpl* cache)
-        : cache_(cache), outer_(std::exchange(user_call_frames_, this)) {}
-    ~UserCallFrame() { user_call_frames_ = outer_; }
-    UserCallFrame(const UserCallFrame&) = delete;
-    UserCallFrame& operator=(const UserCallFrame&) = delete;
-
-    // True once ~CacheImpl of this frame's cache has run.
-    bool destroyed() const { return destroyed_; }
-    // ~CacheImpl of `cache`: marks this thread's frames of it.
-    static void MarkDestroyed(const CacheImpl* cache) {
-      for (UserCallFrame* f = user_call_frames_; f != nullptr; f = f->outer_) {
-        if (f->cache_ == cache) f->destroyed_ = true;
-      }
-    }
-
-    const CacheImpl* const cache_;
-    UserCallFrame* const outer_;
-    bool destroyed_ = false;
-  };
-  static inline thread_local UserCallFrame* user_call_frames_ = nullptr;
+  // A call into the listener or a load (user_call_frame.h).
+  using CallFrame = UserCallFrame<CacheImpl>;
 
   // The cache whose OnBucket this thread (a wheel worker) is running.
   static inline thread_local const CacheImpl* in_bucket_of_ = nullptr;
