@@ -11,6 +11,12 @@
 // destroy it: UserCallFrame (user_call_frame.h) and CacheGate (gate.h) make
 // the call that did so touch nothing after. Nothing here throws but what a
 // user's type or load() throws, and then the shard is as it was (shard.h).
+//
+// Why over 450 lines: each public call is its routing, its read section or
+// lock, its clock reading and its listener call, side by side, so that the
+// order that makes destruction from a callback safe can be read in one
+// place; the pieces that stand alone live beside it (shard, epochs, gate,
+// flights, call frames).
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_CACHE_IMPL_H_
 
