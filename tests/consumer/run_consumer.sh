@@ -40,6 +40,9 @@ check_output() {  # $1 = what, $2 = binary
 # again, so that one's configure and link steps overlap the other's
 # compiles; its output is printed at the end.
 subproject_check() {
+  # A working directory of its own: meson setup probes CMake in
+  # ./__cmake_systeminformation, which two setups at once must not share.
+  mkdir -p "$tmp/cwd-sub" && cd "$tmp/cwd-sub"
   echo "== consumer as a Meson subproject ($repo)"
   cp -R "$here/project" "$tmp/project"
   mkdir -p "$tmp/project/subprojects"
@@ -63,6 +66,7 @@ subproject_check >"$tmp/part1.log" 2>&1 &
 part1=$!
 
 # Part 2: installed copy through pkg-config.
+mkdir -p "$tmp/cwd-inst" && cd "$tmp/cwd-inst"
 echo "== consumer of an installed copy (pkg-config timingwheel)"
 meson setup "$tmp/build-inst" "$repo" --wrap-mode=nodownload --prefix=/usr/local \
   -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled \
