@@ -17,9 +17,16 @@
 # CPU per request is a backend's minus none's, their bytes per connection a
 # backend's RSS minus none's over CONNS.
 #
+# --profile samples the server during the wrk window (perf record -e
+# cpu-clock, stacks unwound from DWARF; Debian's linux-perf, installed if
+# missing) and counts the samples that are the timers' work
+# (bench/timer_samples.py says which): their share of the server's CPU, in
+# the same process and window as the requests, which a difference between
+# two servers' CPU cannot give on a noisy machine.
+#
 #   bench/idle_server_run.sh [--use-build=DIR] [--rounds=N] [--conns=N]
 #                            [--wrk_connections=C] [--wrk_seconds=D]
-#                            [--timeout_ms=MS] [--threads=N]
+#                            [--timeout_ms=MS] [--threads=N] [--profile]
 #
 # Defaults: 5 rounds, 16,000 idle connections (a process holds at most
 # 20,000 descriptors here), wrk -t1 -c32 for 8 s, a 20 s idle timeout, 2 io
@@ -37,6 +44,7 @@ wrk_seconds=8
 timeout_ms=20000
 threads=2
 backends=(none local shared asio)
+profile=0
 for a in "$@"; do
   case "$a" in
     --use-build=*) builddir="${a#--use-build=}" ;;
@@ -47,11 +55,14 @@ for a in "$@"; do
     --timeout_ms=*) timeout_ms="${a#--timeout_ms=}" ;;
     --threads=*) threads="${a#--threads=}" ;;
     --backends=*) IFS=, read -r -a backends <<<"${a#--backends=}" ;;
+    --profile) profile=1 ;;
     *) echo "idle_server_run.sh: unknown argument $a" >&2; exit 2 ;;
   esac
 done
 
-for p in wrk libasio-dev; do
+needed=(wrk libasio-dev)
+((profile)) && needed+=(linux-perf)
+for p in "${needed[@]}"; do
   if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" >/dev/null
   fi
@@ -122,8 +133,20 @@ run_one() {  # BACKEND ROUND
   local url="http://127.0.0.1:$port/"
   local before after
   before=$(snapshot)
+  local perf_pid=""
+  if ((profile)); then
+    perf record -q -e cpu-clock -F 999 --call-graph dwarf,16384 -p "$spid" \
+      -o "$work/perf.data" -- sleep "$wrk_seconds" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
   wrk -t1 -c"$wrk_connections" -d"${wrk_seconds}s" "$url" >"$work/wrk.out" 2>&1 || true
+  [[ -n "$perf_pid" ]] && { wait "$perf_pid" || true; }
   after=$(snapshot)
+  local samples=null
+  if ((profile)); then
+    samples=$(perf script -i "$work/perf.data" -F comm,tid,ip,sym 2>/dev/null |
+              python3 "$here/timer_samples.py")
+  fi
   # The idle population's closes, then the server's end line.
   wait "$cpid" || true
   cpid=""
@@ -139,12 +162,13 @@ run_one() {  # BACKEND ROUND
   wrk_rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
   # The timer calls' time over the window, per request answered in it.
   timer_ns=$(python3 -c "print(($(field timer_ops "$after") * $(field timer_op_ns "$after") - $(field timer_ops "$before") * $(field timer_op_ns "$before")) / max(1, $requests))")
-  printf '{"round":%d,"backend":"%s","conns":%d,"held":%d,"wrk_connections":%d,"wrk_seconds":%d,"requests":%d,"wrk_rps":%s,"cpu_s":%s,"cpu_us_per_request":%s,"rss_held":%s,"timer_bytes_held":%s,"timer_op_ns":%s,"timer_ns_per_request":%s,"server_end":%s,"client":%s}\n' \
+  printf '{"round":%d,"backend":"%s","conns":%d,"held":%d,"wrk_connections":%d,"wrk_seconds":%d,"requests":%d,"wrk_rps":%s,"cpu_s":%s,"cpu_us_per_request":%s,"rss_held":%s,"timer_bytes_held":%s,"timer_op_ns":%s,"timer_ns_per_request":%s,"profile":%s,"server_end":%s,"client":%s}\n' \
     "$round" "$backend" "$conns" "$(field open "$held")" "$wrk_connections" \
     "$wrk_seconds" "$requests" "${wrk_rps:-0}" "$cpu" \
     "$(python3 -c "print($cpu * 1e6 / max(1, $requests))")" \
     "$(field rss_bytes "$held")" "$(field timer_bytes "$held")" \
-    "$(field timer_op_ns "$after")" "$timer_ns" "$end" "$(cat "$work/client.out")" \
+    "$(field timer_op_ns "$after")" "$timer_ns" "$samples" "$end" \
+    "$(cat "$work/client.out")" \
     | tee -a "$out"
 }
 

@@ -3,7 +3,10 @@
 and range over rounds of each figure. The timers' CPU per request and bytes
 per connection are read against the `none` backend of the same round (no
 idle timers): a backend's server CPU per request minus none's, its RSS with
-the idle population held minus none's, over the connections held.
+the idle population held minus none's, over the connections held. Rounds
+run with --profile also give the timers' share of the server's samples
+(bench/timer_samples.py) and that share of the same window's CPU per
+request: the timers' cost read inside one process, not as a difference.
 
   bench/idle_server_table.py RESULTS.jsonl
 """
@@ -29,7 +32,8 @@ def main(path):
                 if any(b in rr for rr in by_round.values())]
     fig = {b: {k: [] for k in ("rps", "cpu", "timer_cpu", "share", "rss_conn",
                                "own_conn", "op_ns", "req_ns", "p50", "p99", "max",
-                               "early", "missed", "twice")} for b in backends}
+                               "early", "missed", "twice", "sampled_share",
+                               "sampled_ns")} for b in backends}
     for rr in by_round.values():
         none = rr.get("none")
         for b, r in rr.items():
@@ -56,6 +60,11 @@ def main(path):
             if "timer_ns_per_request" in r and none is not None:
                 f["req_ns"].append(r["timer_ns_per_request"] -
                                    none.get("timer_ns_per_request", 0.0))
+            prof = r.get("profile")
+            if prof and prof.get("samples"):
+                f["sampled_share"].append(100.0 * prof["timer_share"])
+                f["sampled_ns"].append(prof["timer_share"] *
+                                       r["cpu_us_per_request"] * 1000.0)
             end = r["server_end"]
             f["p50"].append(end["late_us_p50"] / 1000.0)
             f["p99"].append(end["late_us_p99"] / 1000.0)
@@ -75,6 +84,8 @@ def main(path):
         ("server CPU per request, us", "cpu", 2),
         ("timers' CPU per request, ns (minus none)", "timer_cpu", 0),
         ("timers' share of server CPU, %", "share", 1),
+        ("timers' share of the server's samples, %", "sampled_share", 2),
+        ("timers' CPU per request, sampled, ns", "sampled_ns", 0),
         ("timer calls per request, ns (minus none's empty calls)", "req_ns", 0),
         ("a timer call on the io thread, ns (minus none's)", "op_ns", 0),
         ("bytes per connection, RSS minus none", "rss_conn", 0),
