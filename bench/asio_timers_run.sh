@@ -19,16 +19,9 @@ for a in "$@"; do
     *) echo "asio_timers_run.sh: unknown argument $a" >&2; exit 2 ;;
   esac
 done
-if [[ -z "$builddir" ]]; then
-  builddir="$root/build-release"
-  if [[ ! -f "$builddir/build.ninja" ]]; then
-    meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
-      -Dtests=disabled -Dexamples=disabled >/dev/null
-  fi
-  ninja -C "$builddir" bench/asio_timers >/dev/null
-fi
-mkdir -p "$here/results"
-out="$here/results/$(date -u +%Y-%m-%dT%H%MZ)-asio-timers.jsonl"
+source "$here/release_build.sh"
+release_build bench bench/asio_timers
+out=$(results_file asio-timers)
 for _ in $(seq "$rounds"); do
   for b in none local asio; do
     "$builddir/bench/asio_timers" --backend="$b" --conns="$conns" | tee -a "$out"

@@ -68,19 +68,12 @@ for p in "${needed[@]}"; do
   fi
 done
 
-if [[ -z "$builddir" ]]; then
-  builddir="$root/build-idle-release"
-  if [[ ! -f "$builddir/build.ninja" ]]; then
-    meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
-      -Dtests=disabled -Dbenchmarks=disabled -Dexamples=enabled >/dev/null
-  fi
-  ninja -C "$builddir" examples/idle_server/idle_server \
-    examples/idle_server/idle_client >/dev/null
-fi
+source "$here/release_build.sh"
+release_build examples examples/idle_server/idle_server \
+  examples/idle_server/idle_client
 server="$builddir/examples/idle_server/idle_server"
 client="$builddir/examples/idle_server/idle_client"
-mkdir -p "$here/results"
-out="$here/results/$(date -u +%Y-%m-%dT%H%MZ)-idle-server.jsonl"
+out=$(results_file idle-server)
 work=$(mktemp -d)
 spid=""
 cpid=""

@@ -10,7 +10,7 @@
 #
 # Defaults: 1,000,000 locks, ttl 30 s (renewed every 10 s), held 35 s (three
 # renewal rounds), 5 runs. Without --use-build it configures and builds
-# build-lease-release (release, NDEBUG, examples only). Needs Debian's
+# build-examples-release (release, NDEBUG, examples only). Needs Debian's
 # redis-server and libhiredis-dev.
 set -euo pipefail
 
@@ -32,19 +32,12 @@ for a in "$@"; do
   esac
 done
 
-if [[ -z "$builddir" ]]; then
-  builddir="$root/build-lease-release"
-  if [[ ! -f "$builddir/build.ninja" ]]; then
-    meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
-      -Dtests=disabled -Dbenchmarks=disabled -Dexamples=enabled >/dev/null
-  fi
-  ninja -C "$builddir" examples/lease_keeper >/dev/null
-fi
+source "$here/release_build.sh"
+release_build examples examples/lease_keeper
 program="$builddir/examples/lease_keeper"
 [[ -x "$program" ]] || { echo "no $program (is libhiredis-dev installed?)" >&2; exit 1; }
 
-mkdir -p "$here/results"
-out="$here/results/$(date -u +%Y-%m-%dT%H%M%SZ)-lease.jsonl"
+out=$(results_file lease)
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 for ((i = 1; i <= repeat; i++)); do
   echo "run $i/$repeat: $locks locks, ttl ${ttl_ms} ms, ${seconds} s" >&2

@@ -21,16 +21,9 @@ for a in "$@"; do
     *) echo "local_run.sh: unknown argument $a" >&2; exit 2 ;;
   esac
 done
-if [[ -z "$builddir" ]]; then
-  builddir="$root/build-release"
-  if [[ ! -f "$builddir/build.ninja" ]]; then
-    meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
-      -Dtests=disabled -Dexamples=disabled >/dev/null
-  fi
-  ninja -C "$builddir" bench/local_ops >/dev/null
-fi
-mkdir -p "$here/results"
-out="$here/results/$(date -u +%Y-%m-%dT%H%MZ)-local-ops.jsonl"
+source "$here/release_build.sh"
+release_build bench bench/local_ops
+out=$(results_file local-ops)
 for _ in $(seq "$rounds"); do
   "$builddir/bench/local_ops" --timers="$timers" | tee -a "$out"
   "$builddir/bench/local_ops" --timers="$timers" --warm | tee -a "$out"

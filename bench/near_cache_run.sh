@@ -16,8 +16,9 @@
 #    loopback port; Redis's own counters give the GETs it served and the
 #    CPU it used in each. Every process runs under `timeout`.
 #
-# Without --use-build it configures and builds build-near-release (release,
-# NDEBUG, examples only). Needs Debian's redis-server and libhiredis-dev.
+# Without --use-build it configures and builds build-examples-release
+# (release, NDEBUG, examples only). Needs Debian's redis-server and
+# libhiredis-dev.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,20 +35,13 @@ for a in "$@"; do
   esac
 done
 
-if [[ -z "$builddir" ]]; then
-  builddir="$root/build-near-release"
-  if [[ ! -f "$builddir/build.ninja" ]]; then
-    meson setup "$builddir" "$root" --buildtype=release -Db_ndebug=true \
-      -Dtests=disabled -Dbenchmarks=disabled -Dexamples=enabled >/dev/null
-  fi
-  ninja -C "$builddir" examples/near_cache_bench >/dev/null
-fi
+source "$here/release_build.sh"
+release_build examples examples/near_cache_bench
 program="$builddir/examples/near_cache_bench"
 [[ -x "$program" ]] || { echo "no $program (is libhiredis-dev installed?)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "no redis-server" >&2; exit 1; }
 
-mkdir -p "$here/results"
-out="$here/results/$(date -u +%Y-%m-%dT%H%M%SZ)-near-cache.jsonl"
+out=$(results_file near-cache)
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 tag() {  # adds the run's fields to each JSON line on stdin
   python3 -c 'import json,sys
