@@ -1,8 +1,9 @@
 // <timingwheel/asio.h>: an AsioLocalWheel fires on its io_context's thread,
-// never early on the steady clock, re-arms its one wait only when a timer
-// falls due before it, and outlives nothing; PostTo and PostToExecutorOf
-// run a TimingWheel's callbacks on the executor named. Real time with
-// generous bounds: they decide "not before" and "at all", never speed.
+// never early on the steady clock (nor before a kept deadline), re-arms
+// its one wait only when a timer falls due before it, and outlives
+// nothing; PostTo and PostToExecutorOf run a TimingWheel's callbacks on the
+// executor named. Real time with generous bounds: they decide "not before"
+// and "at all", never speed.
 #include "timingwheel/asio.h"
 
 #include <gtest/gtest.h>
@@ -48,11 +49,12 @@ void RunFor(::asio::io_context& io, const std::function<bool()>& done,
 TEST(AsioLocalWheel, FiresOnTheIoThreadNeverEarly) {
   ::asio::io_context io;
   std::vector<FiredAt> fired;
-  auto wheel = Wheel::Create(
-      io.get_executor(), {.interval = absl::Milliseconds(1)},
-      [&](int k, Clock::time_point deadline) {
-        fired.push_back({k, deadline, Clock::now(), std::this_thread::get_id()});
-      });
+  auto wheel =
+      Wheel::Create(io.get_executor(), {.interval = absl::Milliseconds(1)},
+                    [&](int k, Clock::time_point deadline) {
+                      fired.push_back({k, deadline, Clock::now(),
+                                       std::this_thread::get_id()});
+                    });
   ASSERT_TRUE(wheel.ok()) << wheel.status();
   // Set from the io thread, as a server does: in a posted handler.
   ::asio::post(io, [&] {
@@ -87,11 +89,9 @@ TEST(AsioLocalWheel, FiresOnTheIoThreadNeverEarly) {
 TEST(AsioLocalWheel, AnEarlierTimerReArmsTheWait) {
   ::asio::io_context io;
   std::vector<int> fired;
-  auto wheel = *Wheel::Create(io.get_executor(),
-                              {.interval = absl::Milliseconds(1)},
-                              [&](int k, Clock::time_point) {
-                                fired.push_back(k);
-                              });
+  auto wheel =
+      *Wheel::Create(io.get_executor(), {.interval = absl::Milliseconds(1)},
+                     [&](int k, Clock::time_point) { fired.push_back(k); });
   Clock::time_point start;
   ::asio::post(io, [&] {
     start = Clock::now();
@@ -106,21 +106,56 @@ TEST(AsioLocalWheel, AnEarlierTimerReArmsTheWait) {
   EXPECT_EQ(wheel->wheel().size(), 1u);
 }
 
+// With kept deadlines: pushing a connection's deadline is a store, and the
+// wheel, woken for the timer's own deadline, waits again for the kept one.
+TEST(AsioLocalWheel, KeptDeadlinesHoldTimersBackUntilThen) {
+  ::asio::io_context io;
+  using KeptWheel = AsioLocalWheel<int, Clock::time_point*>;
+  std::vector<FiredAt> fired;
+  Clock::time_point idle_until[3] = {};
+  auto wheel = *KeptWheel::Create(
+      io.get_executor(), {.interval = absl::Milliseconds(1)},
+      [&](int k, Clock::time_point* until) {
+        fired.push_back({k, *until, Clock::now(), std::this_thread::get_id()});
+      },
+      [](Clock::time_point* const& until) { return *until; });
+  Clock::time_point start;
+  ::asio::post(io, [&] {
+    start = Clock::now();
+    for (int k = 0; k < 3; ++k) {
+      idle_until[k] = start + milliseconds(10);
+      ASSERT_TRUE(wheel->Set(k, &idle_until[k], milliseconds(10)).ok());
+    }
+    // Requests on keys 1 and 2 push their deadlines, with no wheel call.
+    idle_until[1] = start + milliseconds(60);
+    idle_until[2] = start + milliseconds(120);
+  });
+  RunFor(io, [&] { return fired.size() == 3; });
+  ASSERT_EQ(fired.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(fired[k].key, k);
+    EXPECT_GE(fired[k].at, fired[k].deadline) << "key " << k;
+    EXPECT_EQ(fired[k].thread, std::this_thread::get_id());
+  }
+  EXPECT_GE(wheel->wheel().stats().refiled, 2u);
+  EXPECT_EQ(wheel->wheel().size(), 0u);
+}
+
 // A fire function re-arms its own key (a heartbeat) and the wheel keeps
 // waking for it.
 TEST(AsioLocalWheel, HeartbeatReArmsFromFire) {
   ::asio::io_context io;
   int beats = 0;
   std::unique_ptr<Wheel> wheel;
-  wheel = *Wheel::Create(io.get_executor(),
-                         {.interval = absl::Milliseconds(1)},
-                         [&](int k, Clock::time_point) {
-                           if (++beats < 5) {
-                             EXPECT_TRUE(
-                                 wheel->Set(k, {}, milliseconds(3)).ok());
-                           }
-                         });
-  ::asio::post(io, [&] { ASSERT_TRUE(wheel->Set(7, {}, milliseconds(3)).ok()); });
+  wheel =
+      *Wheel::Create(io.get_executor(), {.interval = absl::Milliseconds(1)},
+                     [&](int k, Clock::time_point) {
+                       if (++beats < 5) {
+                         EXPECT_TRUE(wheel->Set(k, {}, milliseconds(3)).ok());
+                       }
+                     });
+  ::asio::post(io,
+               [&] { ASSERT_TRUE(wheel->Set(7, {}, milliseconds(3)).ok()); });
   RunFor(io, [&] { return beats >= 5; });
   EXPECT_EQ(beats, 5);
   EXPECT_EQ(wheel->wheel().size(), 0u);
@@ -131,10 +166,11 @@ TEST(AsioLocalWheel, HeartbeatReArmsFromFire) {
 TEST(AsioLocalWheel, DestroyedWithACompletionQueued) {
   ::asio::io_context io;
   int fired = 0;
-  auto wheel = *Wheel::Create(io.get_executor(),
-                              {.interval = absl::Milliseconds(1)},
-                              [&](int, Clock::time_point) { ++fired; });
-  ::asio::post(io, [&] { ASSERT_TRUE(wheel->Set(1, {}, milliseconds(2)).ok()); });
+  auto wheel =
+      *Wheel::Create(io.get_executor(), {.interval = absl::Milliseconds(1)},
+                     [&](int, Clock::time_point) { ++fired; });
+  ::asio::post(io,
+               [&] { ASSERT_TRUE(wheel->Set(1, {}, milliseconds(2)).ok()); });
   io.poll();  // the Set ran; its wait is armed
   std::this_thread::sleep_for(milliseconds(20));
   wheel.reset();  // the timer has expired; its completion may be queued
@@ -180,15 +216,14 @@ TEST(PostTo, CallbacksRunOnTheNamedExecutor) {
           }));
   ASSERT_TRUE(wheel.ok());
   for (int k = 0; k < 200; ++k) {
-    const Target t = k % 2 == 0 ? Target{&a, ta.get_id()}
-                                : Target{&b, tb.get_id()};
+    const Target t =
+        k % 2 == 0 ? Target{&a, ta.get_id()} : Target{&b, tb.get_id()};
     ASSERT_TRUE((*wheel)->SetTimer(k, t, milliseconds(1 + k % 10)).ok());
   }
   // One fixed executor too.
   std::atomic<int> on_a{0};
   auto fixed = TimingWheel<int, int>::Create(
-      options,
-      PostTo<int, int>(a.get_executor(), [&](int, int) {
+      options, PostTo<int, int>(a.get_executor(), [&](int, int) {
         if (std::this_thread::get_id() == ta.get_id()) on_a.fetch_add(1);
       }));
   ASSERT_TRUE(fixed.ok());

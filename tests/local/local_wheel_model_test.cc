@@ -2,7 +2,10 @@
 // programs of SetAt, MoveAt, Remove and Advance on time points, with time
 // jumps from under a tick to hours, checked after every step: what fired,
 // in deadline order, each once and never early; DeadlineOf; NextDue never
-// after the model's next firing; the wheel's invariants.
+// after the model's next firing; the wheel's invariants. The same programs
+// with kept deadlines (Advance's `kept`) as well: each key's deadline kept
+// outside the wheel, pushed and pulled at random, and the model's timers
+// filed again when their kept deadline is later on the tick they are due.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +14,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "timingwheel/local_wheel.h"
@@ -56,8 +60,39 @@ nanoseconds DrawOffset(std::mt19937_64& rng) {
   return nanoseconds(ns);
 }
 
-void RunProgram(std::uint64_t seed, int steps, std::uint32_t keys) {
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+// A timer's value names its key (value % kKeySpace), so that `kept` finds
+// the key's kept deadline from the value alone, as a server's finds it in
+// the connection the value points to.
+constexpr std::uint64_t kKeySpace = 4096;
+
+// The model's Advance with kept deadlines: tick by tick with work, a due
+// timer whose kept deadline is on a later tick is filed again for it.
+std::vector<testing::Fired> ModelAdvance(
+    WheelModel& model, std::uint64_t target,
+    const std::unordered_map<std::uint32_t, TimePoint>* kept) {
+  if (kept == nullptr) return model.AdvanceTo(target);
+  std::vector<testing::Fired> fired;
+  while (model.size() > 0 && model.NextFireTick() <= target) {
+    const std::uint64_t tick = model.NextFireTick();
+    for (const testing::Fired& f : model.AdvanceTo(tick)) {
+      auto it = kept->find(f.key);
+      const std::uint64_t later = it == kept->end() ? 0 : CeilTick(it->second);
+      if (later > tick) {
+        model.Set(f.key, f.value, later);
+      } else {
+        fired.push_back(f);
+      }
+    }
+  }
+  model.AdvanceTo(target);
+  return fired;
+}
+
+void RunProgram(std::uint64_t seed, int steps, std::uint32_t keys,
+                bool kept_deadlines = false) {
+  SCOPED_TRACE(::testing::Message()
+               << "seed " << seed << " kept " << kept_deadlines);
+  ASSERT_LE(keys, kKeySpace);
   std::mt19937_64 rng(seed);
   auto w = *W::Create({.interval = absl::Nanoseconds(kIntervalNs),
                        .num_slots = 8,
@@ -66,14 +101,21 @@ void RunProgram(std::uint64_t seed, int steps, std::uint32_t keys) {
   WheelModel model;
   TimePoint now = kT0;
   std::uint64_t next_value = 1;
+  // The deadlines the caller keeps, by key (absent: none kept).
+  std::unordered_map<std::uint32_t, TimePoint> kept;
   for (int step = 0; step < steps; ++step) {
     const std::uint32_t key = static_cast<std::uint32_t>(rng() % keys);
     const int op = static_cast<int>(rng() % 100);
-    if (op < 35) {
+    if (kept_deadlines && rng() % 5 == 0) {
+      // A request pushes the key's kept deadline (sometimes back before
+      // the wheel's, which must not bring the timer forward).
+      kept[key] = now + DrawOffset(rng);
+      if (rng() % 8 == 0) kept[key] = now - DrawOffset(rng);
+    } else if (op < 35) {
       // A deadline around now, sometimes in the past.
       TimePoint deadline = now + DrawOffset(rng);
       if (rng() % 8 == 0) deadline = now - DrawOffset(rng);
-      const std::uint64_t v = next_value++;
+      const std::uint64_t v = next_value++ * kKeySpace + key;
       ASSERT_TRUE(w->SetAt(key, v, deadline).ok());
       model.Set(key, v, CeilTick(deadline));
     } else if (op < 60) {
@@ -90,11 +132,19 @@ void RunProgram(std::uint64_t seed, int steps, std::uint32_t keys) {
         now += DrawOffset(rng);
       }
       std::vector<std::pair<std::uint32_t, std::uint64_t>> fired;
-      w->Advance(now, [&](std::uint32_t k, std::uint64_t v) {
+      const auto record = [&](std::uint32_t k, std::uint64_t v) {
         fired.emplace_back(k, v);
-      });
+      };
+      if (kept_deadlines) {
+        w->Advance(now, record, [&](const std::uint64_t& v) {
+          auto it = kept.find(static_cast<std::uint32_t>(v % kKeySpace));
+          return it == kept.end() ? TimePoint::min() : it->second;
+        });
+      } else {
+        w->Advance(now, record);
+      }
       const std::vector<testing::Fired> expected =
-          model.AdvanceTo(FloorTick(now));
+          ModelAdvance(model, FloorTick(now), kept_deadlines ? &kept : nullptr);
       ASSERT_EQ(fired.size(), expected.size()) << "step " << step;
       // Same timers, and in deadline order: the model knows each one's tick.
       std::map<std::uint32_t, testing::Fired> by_key;
@@ -106,6 +156,10 @@ void RunProgram(std::uint64_t seed, int steps, std::uint32_t keys) {
         ASSERT_EQ(it->second.value, v);
         ASSERT_GE(it->second.tick, last_tick) << "out of deadline order";
         ASSERT_LE(TimeOf(it->second.tick), now) << "early";
+        if (auto k = kept.find(it->first); k != kept.end()) {
+          ASSERT_LE(k->second, TimeOf(it->second.tick))
+              << "before its kept deadline";
+        }
         last_tick = it->second.tick;
         by_key.erase(it);
       }
@@ -137,6 +191,18 @@ TEST(LocalWheelModel, FewKeysManyCollisionsOfDeadlines) {
 TEST(LocalWheelModel, ManyKeysAcrossLevels) {
   for (std::uint64_t seed = 100; seed < 110; ++seed) {
     RunProgram(seed, 20'000, 2'000);
+  }
+}
+
+TEST(LocalWheelModel, KeptDeadlinesFewKeys) {
+  for (std::uint64_t seed = 200; seed <= 240; ++seed) {
+    RunProgram(seed, 2'000, 8, /*kept_deadlines=*/true);
+  }
+}
+
+TEST(LocalWheelModel, KeptDeadlinesManyKeysAcrossLevels) {
+  for (std::uint64_t seed = 300; seed < 310; ++seed) {
+    RunProgram(seed, 20'000, 2'000, /*kept_deadlines=*/true);
   }
 }
 

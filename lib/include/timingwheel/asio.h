@@ -17,6 +17,17 @@
 //   (*idle)->Move(fd, absl::Seconds(30)).IgnoreError();       // each request
 //   (*idle)->Remove(fd);                                      // closed first
 //
+// With a deadline the connection keeps (LocalWheel's Advance with `kept`),
+// a request pushes its timer later with a store into the connection, and
+// the wheel reads it when the timer comes due:
+//
+//   auto idle = timingwheel::AsioLocalWheel<int, Conn*>::Create(
+//       io.get_executor(), {.interval = absl::Milliseconds(10)},
+//       [](int fd, Conn* conn) { conn->Close(); },
+//       [](Conn* const& conn) { return conn->idle_until; });
+//   (*idle)->Set(fd, conn, absl::Seconds(30)).IgnoreError();  // accepted
+//   conn->idle_until = Clock::now() + std::chrono::seconds(30);  // a request
+//
 // PostTo / PostToExecutorOf: an `execute` for TimingWheel::Create that runs
 // the callback on an executor (a strand, a connection's io_context) rather
 // than on the execute worker, so that a shared wheel's fired timer closes
@@ -32,11 +43,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <limits>
-#include <optional>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -72,16 +83,21 @@ class AsioLocalWheel {
   using Clock = typename Wheel::Clock;
   using TimePoint = typename Wheel::TimePoint;
   using Fire = std::function<void(K key, V value)>;
+  // The deadline the caller keeps for a due timer (LocalWheel::Advance's
+  // `kept`), or empty for none.
+  using Kept = std::function<TimePoint(const V& value)>;
 
   // Errors: as LocalWheel::Create, and InvalidArgument for an empty fire.
   static absl::StatusOr<std::unique_ptr<AsioLocalWheel>> Create(
-      ::asio::any_io_executor executor, LocalOptions options, Fire fire) {
+      ::asio::any_io_executor executor, LocalOptions options, Fire fire,
+      Kept kept = nullptr) {
     if (!fire) return absl::InvalidArgumentError("fire is empty");
     absl::StatusOr<std::unique_ptr<Wheel>> wheel = Wheel::Create(options);
     if (!wheel.ok()) return wheel.status();
     try {
-      return std::unique_ptr<AsioLocalWheel>(new AsioLocalWheel(
-          std::move(executor), *std::move(wheel), std::move(fire)));
+      return std::unique_ptr<AsioLocalWheel>(
+          new AsioLocalWheel(std::move(executor), *std::move(wheel),
+                             std::move(fire), std::move(kept)));
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError("out of memory creating the wheel");
     }
@@ -130,20 +146,24 @@ class AsioLocalWheel {
   // What a queued completion may outlive the AsioLocalWheel with: it holds
   // a weak reference and finds `wheel` gone.
   struct State {
-    State(::asio::any_io_executor executor, std::unique_ptr<Wheel> w,
-          Fire f)
-        : timer(std::move(executor)), wheel(std::move(w)), fire(std::move(f)) {}
+    State(::asio::any_io_executor executor, std::unique_ptr<Wheel> w, Fire f,
+          Kept k)
+        : timer(std::move(executor)),
+          wheel(std::move(w)),
+          fire(std::move(f)),
+          kept(std::move(k)) {}
     ::asio::steady_timer timer;
     std::unique_ptr<Wheel> wheel;
     Fire fire;
+    Kept kept;
     TimePoint armed_at = TimePoint::max();  // when the wait ends; max: none
     bool advancing = false;  // in Advance: fire's Sets wait for its end
   };
 
   AsioLocalWheel(::asio::any_io_executor executor, std::unique_ptr<Wheel> w,
-                 Fire fire)
+                 Fire fire, Kept kept)
       : state_(std::make_shared<State>(std::move(executor), std::move(w),
-                                       std::move(fire))) {}
+                                       std::move(fire), std::move(kept))) {}
 
   // Set and Move as LocalWheel's delay forms do them, keeping the
   // deadline to compare with the wait's end.
@@ -195,7 +215,11 @@ class AsioLocalWheel {
           const std::shared_ptr<State> s = weak.lock();
           if (s == nullptr || s->wheel == nullptr) return;
           s->advancing = true;
-          s->wheel->Advance(Clock::now(), s->fire);
+          if (s->kept) {
+            s->wheel->Advance(Clock::now(), s->fire, s->kept);
+          } else {
+            s->wheel->Advance(Clock::now(), s->fire);
+          }
           s->advancing = false;
           Arm(s);
         });
@@ -223,8 +247,7 @@ std::function<void(K, V)> PostTo(Executor executor, Fire fire) {
 // The same with an executor per timer: executor_of(key, value) names it
 // (the connection's io_context, or its strand).
 template <typename K, typename V, typename ExecutorOf, typename Fire>
-std::function<void(K, V)> PostToExecutorOf(ExecutorOf executor_of,
-                                           Fire fire) {
+std::function<void(K, V)> PostToExecutorOf(ExecutorOf executor_of, Fire fire) {
   auto shared = std::make_shared<Fire>(std::move(fire));
   return [executor_of = std::move(executor_of), shared](K key, V value) {
     auto executor = executor_of(std::as_const(key), std::as_const(value));

@@ -57,8 +57,8 @@
 #include "timingwheel/internal/base/latency_recorder.h"
 #include "timingwheel/internal/local/owner_thread.h"
 #include "timingwheel/internal/local/tick_time.h"
-#include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/internal/loop/validate.h"
+#include "timingwheel/internal/time/cycle_clock.h"
 #include "timingwheel/internal/wheel/wheel.h"
 #include "timingwheel/options.h"
 #include "timingwheel/stats.h"
@@ -139,7 +139,7 @@ class LocalWheel {
   // Removes a present key so it never fires; its value is destroyed.
   // Returns whether it was present. One index probe and an O(1) unlink.
   bool Remove(const K& key) {
-    owner_.Check();
+    CheckCaller();
     ++counts_.applied;
     if (!wheel_.Remove(key)) return false;
     ++counts_.removed;
@@ -170,40 +170,38 @@ class LocalWheel {
   // wheel by then, and would be lost.
   template <typename Fire>
   std::size_t Advance(TimePoint now, Fire&& fire) {
-    owner_.Check();
-    if (advancing_) return 0;
-    advancing_ = true;
-    const std::uint64_t target = time_.TickAtOrBefore(now);
-    std::size_t fired = 0;
-    wheel_.Cascade(kCascadeBudget);
-    while (wheel_.now() < target) {
-      const std::uint64_t step = std::min(wheel_.NextDueTick(), target);
-      wheel_.AdvanceTo(step, [this](std::uint64_t, StoredKey&& key,
-                                    V&& value) noexcept {
-        due_.emplace_back(Store::Take(key), std::move(value));
-      });
-      if (due_.empty()) continue;
-      const std::int64_t late_ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              now - time_.TimeOfTick(wheel_.now()))
-              .count();
-      // Fire functions reach the wheel, never this list: a nested Advance
-      // returns at once.
-      for (auto& [key, value] : due_) {
-        lateness_.Record(late_ns);
-        ++counts_.fired;
-        ++fired;
-        try {
-          fire(std::move(key), std::move(value));
-        } catch (...) {
-          ++counts_.callback_exceptions;
-        }
-      }
-      due_.clear();
-    }
-    Upkeep(now);
-    advancing_ = false;
-    return fired;
+    return AdvanceWith(now, fire, [](const StoredKey&, const V&) noexcept {
+      return std::uint64_t{0};
+    });
+  }
+
+  // Advance, with deadlines the caller keeps: before a due timer fires,
+  // kept(const V& value) returns the deadline the caller keeps for it (a
+  // connection's "idle until", say); if that is after the tick the timer is
+  // due on, the timer is filed again for it (rounded up to a tick) and
+  // fires then, or later still if the kept deadline has moved on again by
+  // then. So a timer is pushed later by a store into the caller's own
+  // object, with no call into the wheel: for a per-request idle timeout,
+  // where the object is in cache and the wheel is not. Never early: a
+  // timer fires on the first tick at or after both its deadline in the
+  // wheel and its kept deadline as read on that tick. A kept deadline
+  // earlier than the wheel's does not bring the timer forward (Move does).
+  // The timer stays in the wheel meanwhile: Remove, DeadlineOf (which
+  // gives the deadline it is filed for) and TakeAll see it. kept runs
+  // inside the wheel's scan of a tick: it must not call the wheel; an
+  // exception it throws is counted in stats().callback_exceptions and the
+  // timer fires. A timer filed again counts in stats().refiled.
+  template <typename Fire, typename Kept>
+  std::size_t Advance(TimePoint now, Fire&& fire, Kept&& kept) {
+    return AdvanceWith(
+        now, fire, [this, &kept](const StoredKey&, const V& value) noexcept {
+          try {
+            return time_.TickAtOrAfter(kept(value));
+          } catch (...) {
+            ++counts_.callback_exceptions;
+            return std::uint64_t{0};
+          }
+        });
   }
 
   // When Advance next has work: the time of the first tick a timer may
@@ -280,6 +278,50 @@ class LocalWheel {
     if (options.expected_timers != 0) wheel_.Reserve(options.expected_timers);
   }
 
+  // Advance, with kept_tick(const StoredKey&, const V&) noexcept giving
+  // the tick of a due timer's kept deadline (0: none kept).
+  template <typename Fire, typename KeptTick>
+  std::size_t AdvanceWith(TimePoint now, Fire& fire, KeptTick&& kept_tick) {
+    owner_.Check();
+    if (advancing_) return 0;
+    advancing_ = true;
+    const std::uint64_t target = time_.TickAtOrBefore(now);
+    std::size_t fired = 0;
+    wheel_.Cascade(kCascadeBudget);
+    while (wheel_.now() < target) {
+      const std::uint64_t step = std::min(wheel_.NextDueTick(), target);
+      scanning_ = true;
+      wheel_.AdvanceTo(
+          step,
+          [this](std::uint64_t, StoredKey&& key, V&& value) noexcept {
+            due_.emplace_back(Store::Take(key), std::move(value));
+          },
+          kept_tick);
+      scanning_ = false;
+      if (due_.empty()) continue;
+      const std::int64_t late_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              now - time_.TimeOfTick(wheel_.now()))
+              .count();
+      // Fire functions reach the wheel, never this list: a nested Advance
+      // returns at once.
+      for (auto& [key, value] : due_) {
+        lateness_.Record(late_ns);
+        ++counts_.fired;
+        ++fired;
+        try {
+          fire(std::move(key), std::move(value));
+        } catch (...) {
+          ++counts_.callback_exceptions;
+        }
+      }
+      due_.clear();
+    }
+    Upkeep(now);
+    advancing_ = false;
+    return fired;
+  }
+
   // The delay forms: one read of the clock, no absl::Duration arithmetic
   // on the way (internal::DelayNanos). The read is CycleClock's: never
   // behind steady_clock, so the deadline is never early.
@@ -311,12 +353,10 @@ class LocalWheel {
     const std::uint32_t hash = wheel_.HashOf(key);
     return SetTick(std::move(key), std::move(value), tick, hash);
   }
-  absl::Status SetTick(K key, V value, std::uint64_t tick,
-                       std::uint32_t hash) {
-    owner_.Check();
+  absl::Status SetTick(K key, V value, std::uint64_t tick, std::uint32_t hash) {
+    CheckCaller();
     try {
-      if (wheel_.Set(StoredKey(std::move(key)), std::move(value), tick,
-                     hash)) {
+      if (wheel_.Set(StoredKey(std::move(key)), std::move(value), tick, hash)) {
         ++counts_.superseded;
       }
     } catch (const std::bad_alloc&) {
@@ -330,13 +370,20 @@ class LocalWheel {
     return MoveTick(key, tick, wheel_.HashOf(key));
   }
   absl::Status MoveTick(const K& key, std::uint64_t tick, std::uint32_t hash) {
-    owner_.Check();
+    CheckCaller();
     ++counts_.applied;
     if (!wheel_.Move(key, tick, hash)) {
       return absl::NotFoundError("Move: the key has no timer");
     }
     ++counts_.moved;
     return absl::OkStatus();
+  }
+
+  // The owning thread, and not from inside a kept function (the wheel is
+  // mid-scan then).
+  void CheckCaller() const {
+    owner_.Check();
+    TW_DCHECK(!scanning_);
   }
 
   // A step of what the TimingWheel's loop does between rounds: the key
@@ -378,6 +425,7 @@ class LocalWheel {
   // A tick's fired timers, between leaving the wheel and their fire calls.
   std::vector<std::pair<K, V>> due_;
   bool advancing_ = false;
+  bool scanning_ = false;  // in the wheel's AdvanceTo: kept may be running
   // When Upkeep next compacts: set while the wheel wants to give memory
   // back.
   std::optional<TimePoint> compact_at_;

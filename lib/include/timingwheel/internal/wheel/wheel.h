@@ -62,6 +62,13 @@ namespace internal {
 // which is processed no later than the old deadline, and is filed again
 // then. Moving earlier unlinks at once.
 //
+// Kept deadlines: AdvanceTo may be given a `kept` function, asked for a
+// due timer's deadline kept outside the wheel (a connection's own field,
+// written on each request), and a later one files the timer again instead
+// of firing it: the same path as a lazy move, with the deadline read where
+// the caller keeps it, so that pushing a timer later costs the wheel
+// nothing until its slot comes round.
+//
 // Lazy removes, on level 0 only: a removed timer whose entry is known to be
 // filed on level 0 (so its slot comes within two rotations of level 0, at
 // most 2 * num_slots ticks) leaves the entry in the list, key and value
@@ -281,6 +288,20 @@ class Wheel {
   // slots processed; ticks without work are skipped.
   template <typename Sink>
   void AdvanceTo(std::uint64_t target, Sink&& sink) {
+    AdvanceTo(target, sink, [](const StoredKey&, const V&) noexcept {
+      return std::uint64_t{0};
+    });
+  }
+  // The same, with deadlines the caller keeps: a timer whose deadline is
+  // reached is first passed to kept(const StoredKey&, const V&), noexcept,
+  // which returns the tick the caller keeps for it; one after the current
+  // tick files the timer again at that tick (clamped as in Set) instead of
+  // firing it, and counts in refiled(). kept must not call the wheel.
+  template <typename Sink, typename Kept>
+  void AdvanceTo(std::uint64_t target, Sink&& sink, Kept&& kept) {
+    static_assert(noexcept(kept(std::declval<const StoredKey&>(),
+                                std::declval<const V&>())),
+                  "kept runs mid-scan: it must not throw");
     target = std::min(target, kMaxTick);
     while (now_ < target) {
       const std::uint64_t due = NextDueTick();
@@ -289,7 +310,7 @@ class Wheel {
         return;
       }
       now_ = std::max(due, now_ + 1);
-      ProcessTick(sink);
+      ProcessTick(sink, kept);
     }
   }
 
@@ -756,8 +777,8 @@ class Wheel {
   // starts on the next tick (its timers due then must be on level 0 by
   // then), then empty level 0's slot of this tick. Nothing refiled lands in
   // that slot: every timer moved lies ahead of now_.
-  template <typename Sink>
-  void ProcessTick(Sink& sink) {
+  template <typename Sink, typename Kept>
+  void ProcessTick(Sink& sink, Kept& kept) {
     for (std::size_t l = levels_.size(); l-- > 1;) {
       Level& level = levels_[l];
       const std::int64_t slot = level.DrainingSlot(now_);
@@ -767,7 +788,7 @@ class Wheel {
     }
     Level& level0 = levels_[0];
     const std::uint32_t slot = level0.SlotOfTick(now_);
-    if (level0.Marked(slot)) ScanSlot(level0, slot, sink);
+    if (level0.Marked(slot)) ScanSlot(level0, slot, sink, kept);
   }
 
   // Moves up to `budget` timers out of physical slot `slot` of `level` (a
@@ -807,14 +828,27 @@ class Wheel {
 
   // Empties level 0's physical slot `slot`, that of now_: fires what is
   // due, frees removed entries, and files the rest again (timers moved
-  // later: they lie ahead of now_, so never in this slot). The lanes are
+  // later, or whose kept deadline is later: they lie ahead of now_, so
+  // never in this slot). The lanes are
   // walked side by side, one entry of each in turn, prefetching each lane's
   // next entry as soon as its link is known. A fired entry then waits in a ring
   // (kFiring deep) between leaving its list and leaving the index, so that
   // its index lines arrive while the walk goes on. The slot's lists are
   // reset at the end rather than unlinked entry by entry.
-  template <typename Sink>
-  void ScanSlot(Level& level, std::uint32_t physical, Sink& sink) {
+  // Whether a due entry's kept deadline is after `tick`; if so, it becomes
+  // the entry's deadline (the scan files it again).
+  template <typename Kept>
+  static bool KeptLater(Entry& e, std::uint64_t tick, Kept& kept) {
+    const std::uint64_t later =
+        std::min(kept(e.key.Get(), e.value.Get()), kMaxTick);
+    if (later <= tick) return false;
+    e.deadline = later;
+    return true;
+  }
+
+  template <typename Sink, typename Kept>
+  void ScanSlot(Level& level, std::uint32_t physical, Sink& sink,
+                Kept& kept) {
     const std::uint32_t slot = level.first_slot() + physical;
     const std::uint64_t tick = now_;
     std::uint32_t cursor[kLanes];
@@ -851,7 +885,7 @@ class Wheel {
         if (e.deadline == kRemoved) {
           pool_.Free(i, e);
           --removed_in_lists_;
-        } else if (e.deadline <= tick) {
+        } else if (e.deadline <= tick && !KeptLater(e, tick, kept)) {
           Firing& f = firing[fired++ % kFiring];
           if (fired > kFiring) retire(f);
           f = {&e, i, HashOfEntry(e)};
