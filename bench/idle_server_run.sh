@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idle timeouts in a real server (examples/idle_server/): each timer backend
-# (local, shared, asio, and none as the baseline) measured with real clients
+# (local, local-kept, shared, asio, asio-kept, and none as the baseline;
+# --backends=a,b,... picks some) measured with real clients
 # on loopback. A round, per backend, in a fresh server process:
 #   1. idle_client opens CONNS keep-alive connections (one request each) and
 #      leaves them idle; once the server holds them all, a snapshot gives
@@ -43,7 +44,7 @@ wrk_connections=32
 wrk_seconds=8
 timeout_ms=20000
 threads=2
-backends=(none local shared asio)
+backends=(none local local-kept shared asio asio-kept)
 profile=0
 for a in "$@"; do
   case "$a" in

@@ -28,7 +28,8 @@ def main(path):
     by_round = {}
     for r in rows:
         by_round.setdefault(r["round"], {})[r["backend"]] = r
-    backends = [b for b in ("local", "shared", "asio", "none")
+    backends = [b for b in ("local", "local-kept", "shared", "asio",
+                            "asio-kept", "none")
                 if any(b in rr for rr in by_round.values())]
     fig = {b: {k: [] for k in ("rps", "cpu", "timer_cpu", "share", "rss_conn",
                                "own_conn", "op_ns", "req_ns", "p50", "p99", "max",

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   support::Flags flags(
       "idle_server: HTTP/1.1 keep-alive, idle connections closed on their own "
       "io thread");
-  flags.Add("backend", &backend, "idle timers: local, shared, asio or none");
+  flags.Add("backend", &backend, "idle timers: local, local-kept, shared, asio, asio-kept or none");
   flags.Add("address", &address, "address to listen on");
   flags.Add("port", &port, "port to listen on (0: any free one)");
   flags.Add("threads", &threads, "io threads (an io_context each)");

@@ -28,8 +28,8 @@ using Clock = std::chrono::steady_clock;
 using asio::ip::tcp;
 
 bool ParseBackend(const std::string& name, Backend* backend) {
-  for (Backend b : {Backend::kLocal, Backend::kShared, Backend::kAsio,
-                    Backend::kNone}) {
+  for (Backend b : {Backend::kLocal, Backend::kLocalKept, Backend::kShared,
+                    Backend::kAsio, Backend::kAsioKept, Backend::kNone}) {
     if (name == BackendName(b)) {
       *backend = b;
       return true;
@@ -40,10 +40,18 @@ bool ParseBackend(const std::string& name, Backend* backend) {
 
 const char* BackendName(Backend backend) {
   switch (backend) {
-    case Backend::kLocal: return "local";
-    case Backend::kShared: return "shared";
-    case Backend::kAsio: return "asio";
-    case Backend::kNone: return "none";
+    case Backend::kLocal:
+      return "local";
+    case Backend::kLocalKept:
+      return "local-kept";
+    case Backend::kShared:
+      return "shared";
+    case Backend::kAsio:
+      return "asio";
+    case Backend::kAsioKept:
+      return "asio-kept";
+    case Backend::kNone:
+      return "none";
   }
   return "?";
 }
@@ -57,7 +65,8 @@ struct SharedWheel {
 namespace {
 
 constexpr std::string_view kResponse =
-    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
+    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: "
+    "text/plain\r\n\r\nok";
 
 }  // namespace
 
@@ -139,9 +148,9 @@ class IoThread {
   }
 
   asio::io_context io{1};
-  std::atomic<std::uint64_t> accepted{0}, open{0}, requests{0},
-      idle_closes{0}, peer_closes{0}, early_closes{0}, double_closes{0},
-      ops{0}, op_cycles{0}, preempted_ops{0};
+  std::atomic<std::uint64_t> accepted{0}, open{0}, requests{0}, idle_closes{0},
+      peer_closes{0}, early_closes{0}, double_closes{0}, ops{0}, op_cycles{0},
+      preempted_ops{0};
 
  private:
   void Shutdown(Connection& c);
@@ -177,6 +186,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   const std::uint64_t id;
   Clock::time_point last_request;
+  // The kept backends' deadline: each request moves it, and the timer
+  // reads it when it expires.
+  Clock::time_point idle_until;
   bool closed = false;
   // The asio backend's, allocated by it alone, so that the other backends'
   // connections do not carry its storage (8 bytes of pointer in all).
@@ -186,8 +198,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Read() {
     socket_.async_read_some(
         asio::buffer(buf_.data() + used_, buf_.size() - used_),
-        [self = shared_from_this()](const asio::error_code& ec,
-                                    std::size_t n) { self->OnRead(ec, n); });
+        [self = shared_from_this()](const asio::error_code& ec, std::size_t n) {
+          self->OnRead(ec, n);
+        });
   }
 
   void OnRead(const asio::error_code& ec, std::size_t n) {
@@ -219,16 +232,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     home_.TimeTimerOp([&] { home_.timers().Touch(*this); });
     out_.clear();
     for (int i = 0; i < complete; ++i) out_.append(kResponse);
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this()](const asio::error_code& ec,
-                                                  std::size_t) {
-                        if (self->closed) return;
-                        if (ec) {
-                          self->home_.PeerClose(*self);
-                          return;
-                        }
-                        self->Read();
-                      });
+    asio::async_write(
+        socket_, asio::buffer(out_),
+        [self = shared_from_this()](const asio::error_code& ec, std::size_t) {
+          if (self->closed) return;
+          if (ec) {
+            self->home_.PeerClose(*self);
+            return;
+          }
+          self->Read();
+        });
   }
 
   IoThread& home_;
@@ -262,9 +275,9 @@ void IoThread::IdleClose(Connection& c) {
     double_closes.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const auto late = Clock::now() - (c.last_request +
-                                    absl::ToChronoNanoseconds(
-                                        options_.idle_timeout));
+  const auto late =
+      Clock::now() -
+      (c.last_request + absl::ToChronoNanoseconds(options_.idle_timeout));
   const std::int64_t late_us =
       std::chrono::duration_cast<std::chrono::microseconds>(late).count();
   if (late < Clock::duration::zero()) {
@@ -335,6 +348,35 @@ class LocalBackend : public TimerBackend {
       wheel_;
 };
 
+// The deadline lives in the connection, which the request has just brought
+// into cache: a Touch is a clock read and a store, and the wheel reads the
+// deadline when the timer comes due (and files it again if it moved).
+class LocalKeptBackend : public TimerBackend {
+ public:
+  LocalKeptBackend(IoThread& home, absl::Duration timeout, absl::Duration tick)
+      : timeout_(timeout), timeout_chrono_(absl::ToChronoNanoseconds(timeout)) {
+    wheel_ = *timingwheel::AsioLocalWheel<std::uint64_t, Connection*>::Create(
+        home.io.get_executor(), {.interval = tick},
+        [&home](std::uint64_t, Connection* c) { home.IdleClose(*c); },
+        [](Connection* const& c) { return c->idle_until; });
+  }
+  void Arm(Connection& c) override {
+    c.idle_until = Clock::time_point::min();
+    wheel_->Set(c.id, &c, timeout_).IgnoreError();
+  }
+  void Touch(Connection& c) override {
+    c.idle_until = Clock::now() + timeout_chrono_;
+  }
+  void Cancel(Connection& c) override { wheel_->Remove(c.id); }
+  std::size_t Bytes() const override { return wheel_->wheel().MemoryBytes(); }
+
+ private:
+  const absl::Duration timeout_;
+  const std::chrono::nanoseconds timeout_chrono_;
+  std::unique_ptr<timingwheel::AsioLocalWheel<std::uint64_t, Connection*>>
+      wheel_;
+};
+
 class SharedBackend : public TimerBackend {
  public:
   SharedBackend(SharedWheel& shared, std::uint32_t io, absl::Duration timeout)
@@ -399,6 +441,45 @@ class AsioBackend : public TimerBackend {
   const std::chrono::nanoseconds timeout_;
 };
 
+// LocalKeptBackend's idea on a steady_timer, by hand: a request stores the
+// deadline; the wait, when it ends, waits again for the rest if the
+// deadline moved.
+class AsioKeptBackend : public TimerBackend {
+ public:
+  AsioKeptBackend(IoThread& home, absl::Duration timeout)
+      : home_(home), timeout_(absl::ToChronoNanoseconds(timeout)) {}
+  void Arm(Connection& c) override {
+    c.timer = std::make_unique<asio::steady_timer>(home_.io);
+    c.idle_until = Clock::now() + timeout_;
+    Wait(c);
+  }
+  void Touch(Connection& c) override { c.idle_until = Clock::now() + timeout_; }
+  void Cancel(Connection& c) override {
+    if (c.timer != nullptr) c.timer->cancel();
+  }
+  std::size_t Bytes() const override {
+    return home_.open.load(std::memory_order_relaxed) *
+           sizeof(asio::steady_timer);
+  }
+
+ private:
+  void Wait(Connection& c) {
+    c.timer->expires_at(c.idle_until);
+    c.timer->async_wait(
+        [self = c.shared_from_this(), this](const asio::error_code& ec) {
+          if (ec || self->closed) return;
+          if (Clock::now() < self->idle_until) {
+            Wait(*self);
+            return;
+          }
+          home_.IdleClose(*self);
+        });
+  }
+
+  IoThread& home_;
+  const std::chrono::nanoseconds timeout_;
+};
+
 class NoBackend : public TimerBackend {
  public:
   void Arm(Connection&) override {}
@@ -440,6 +521,13 @@ absl::Status Server::Start() {
         timers = std::make_unique<LocalBackend>(*io, options_.idle_timeout,
                                                 options_.tick);
         break;
+      case Backend::kLocalKept:
+        timers = std::make_unique<LocalKeptBackend>(*io, options_.idle_timeout,
+                                                    options_.tick);
+        break;
+      case Backend::kAsioKept:
+        timers = std::make_unique<AsioKeptBackend>(*io, options_.idle_timeout);
+        break;
       case Backend::kShared:
         timers = std::make_unique<SharedBackend>(*shared_, io->index(),
                                                  options_.idle_timeout);
@@ -465,9 +553,9 @@ absl::Status Server::Start() {
     acceptor_->listen(asio::socket_base::max_listen_connections);
     port_ = acceptor_->local_endpoint().port();
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options_.address, ":",
-                     options_.port, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ",
+                                               options_.address, ":",
+                                               options_.port, ": ", e.what()));
   }
   for (auto& io : io_) io->Start();
   Accept();

@@ -1,14 +1,21 @@
 // idle_server: an HTTP/1.1 keep-alive server on N io threads (an
 // asio::io_context each) that closes a connection once it has been idle
 // for the timeout, on the connection's own thread. The idle timers come
-// from one of four backends, chosen by flag, so that one server measures
+// from one of six backends, chosen by flag, so that one server measures
 // them side by side:
-//   local   a timingwheel::AsioLocalWheel per io thread (no thread hop);
-//   shared  one timingwheel::TimingWheel, its fired timers posted back to
-//           the connection's io thread (PostToExecutorOf);
-//   asio    an asio::steady_timer per connection, pushed later on every
-//           request (expires_after + async_wait), as Asio users write it;
-//   none    no idle timeout: the baseline the others' cost is read against.
+//   local       a timingwheel::AsioLocalWheel per io thread (no thread
+//               hop), each request a Move;
+//   local-kept  the same wheel reading a deadline each connection keeps
+//               (LocalWheel's Advance with `kept`): each request a store
+//               into the connection;
+//   shared      one timingwheel::TimingWheel, its fired timers posted back
+//               to the connection's io thread (PostToExecutorOf);
+//   asio        an asio::steady_timer per connection, pushed later on every
+//               request (expires_after + async_wait), as Asio users write it;
+//   asio-kept   a steady_timer per connection that, like local-kept, reads
+//               the connection's deadline when it expires and waits again
+//               if that moved: the same idea written by hand;
+//   none        no idle timeout: the baseline.
 #ifndef TIMINGWHEEL_EXAMPLES_IDLE_SERVER_SERVER_H_
 #define TIMINGWHEEL_EXAMPLES_IDLE_SERVER_SERVER_H_
 
@@ -28,9 +35,9 @@
 
 namespace idle_server {
 
-enum class Backend { kLocal, kShared, kAsio, kNone };
+enum class Backend { kLocal, kLocalKept, kShared, kAsio, kAsioKept, kNone };
 
-// Parses "local", "shared", "asio" or "none".
+// Parses "local", "local-kept", "shared", "asio", "asio-kept" or "none".
 bool ParseBackend(const std::string& name, Backend* backend);
 const char* BackendName(Backend backend);
 
@@ -49,11 +56,11 @@ struct ServerCounts {
   std::uint64_t accepted = 0;
   std::uint64_t open = 0;  // connections open now
   std::uint64_t requests = 0;
-  std::uint64_t idle_closes = 0;   // closed by the idle timeout
-  std::uint64_t peer_closes = 0;   // closed by the client, or an error
-  std::uint64_t early_closes = 0;  // idle closes before the timeout: a bug
-  std::uint64_t double_closes = 0;  // a close of a closed connection: a bug
-  std::uint64_t timer_ops = 0;      // timer calls made on the io threads
+  std::uint64_t idle_closes = 0;      // closed by the idle timeout
+  std::uint64_t peer_closes = 0;      // closed by the client, or an error
+  std::uint64_t early_closes = 0;     // idle closes before the timeout: a bug
+  std::uint64_t double_closes = 0;    // a close of a closed connection: a bug
+  std::uint64_t timer_ops = 0;        // timer calls made on the io threads
   std::uint64_t timer_op_cycles = 0;  // the cycle counter over those calls
   std::uint64_t timer_ops_preempted = 0;  // calls left out: descheduled
 };

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# idle_server under each timer backend at once, with idle_client: 300
+# idle_server under each timer backend at once (local, local-kept, shared,
+# asio, asio-kept), with idle_client: 300
 # keep-alive connections, 50 of them sending a request every 100 ms for 2 s,
 # then all quiet until the server closes them. Passes when, for every
 # backend, the client saw every connection closed, none early (measured
@@ -20,7 +21,8 @@ trap cleanup EXIT
 
 timeout_ms=2000
 conns=300
-for backend in local shared asio; do
+backends=(local local-kept shared asio asio-kept)
+for backend in "${backends[@]}"; do
   "$server" --backend="$backend" --port=0 --threads=2 \
     --timeout_ms=$timeout_ms --tick_ms=10 >"$work/$backend.server" \
     2>"$work/$backend.server.err" &
@@ -28,7 +30,7 @@ for backend in local shared asio; do
 done
 # Each server prints "listening on PORT" first.
 ports=()
-for backend in local shared asio; do
+for backend in "${backends[@]}"; do
   for _ in $(seq 100); do
     grep -q '^listening on' "$work/$backend.server" 2>/dev/null && break
     sleep 0.1
@@ -40,7 +42,7 @@ done
 
 clients=()
 i=0
-for backend in local shared asio; do
+for backend in "${backends[@]}"; do
   "$client" --port="${ports[$i]}" --connections=$conns --active=50 \
     --period_ms=100 --active_s=2 --timeout_ms=$timeout_ms --grace_ms=8000 \
     >"$work/$backend.client" &
@@ -50,7 +52,7 @@ done
 
 failed=0
 i=0
-for backend in local shared asio; do
+for backend in "${backends[@]}"; do
   rc=0
   wait "${clients[$i]}" || rc=$?
   kill -TERM "${pids[$i]}"
