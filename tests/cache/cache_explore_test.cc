@@ -149,7 +149,7 @@ inline std::uint64_t IdOf(const HeapValue& v) { return v.id(); }
 // it, in its last try), and the value the node held at that moment: with
 // a word value, ReadShared's claim is that the value it returns is that
 // one ("the value it read is the one that deadline belongs to",
-// docs/cache.md). Kept per managed thread while a Get is under way
+// docs/cache_concurrency.md). Kept per managed thread while a Get is under way
 // (armed); a Get that looked again under the lock is not checked.
 struct DeadlineRead {
   bool armed = false;

@@ -101,7 +101,7 @@ class Cache : private internal::CacheImpl<K, V, Hash, Eq> {
   // write (but the deadline, on a sliding hit): one clock read, one table
   // probe, a copy of the value, and when bounded a record of the hit for
   // the eviction policy. A value removed while another thread's Get copies
-  // it is destroyed once that Get is done (docs/cache.md).
+  // it is destroyed once that Get is done (docs/cache_concurrency.md).
   std::optional<V> Get(const K& key) { return Impl::Get(key); }
 
   // Get, for a key in a form that Hash and Eq take without building a K
@@ -126,7 +126,7 @@ class Cache : private internal::CacheImpl<K, V, Hash, Eq> {
   // (per shard), an eviction when full. A one-word value replacing one
   // whose deadline was earlier is stored in place: no list update, no
   // timer, and in a cache without max_entries no lock either, one
-  // compare-and-swap on the entry (docs/cache.md).
+  // compare-and-swap on the entry (docs/cache_concurrency.md).
   absl::Status Set(K key, V value) {
     return Impl::Set(std::move(key), std::move(value));
   }

@@ -18,6 +18,14 @@
 //                    [](int fd, Conn* conn) { conn->Close(); });
 //   // ...then waits for I/O until (*idle)->NextDue() at the latest.
 //
+// Or the connection keeps its deadline, and a request pushes it with a
+// store into the connection, which is in cache, rather than a Move into
+// the wheel, which is not; the wheel reads it when the timer comes due:
+//
+//   conn->idle_until = Clock::now() + std::chrono::seconds(30);  // a request
+//   (*idle)->Advance(now, [](int fd, Conn* conn) { conn->Close(); },
+//                    [](Conn* const& conn) { return conn->idle_until; });
+//
 // Promises (docs/api.md "LocalWheel"), as a TimingWheel's:
 // - Never early: a timer fires in the first Advance(now) with now at or
 //   after its deadline rounded up to a tick (a tick is
@@ -26,7 +34,8 @@
 //   by a Set of its key, or handed back by TakeAll (or dropped by the
 //   destructor).
 // - Any delay costs the same: levels file far timers by when they are due;
-//   a later Move only records the new deadline.
+//   a later Move only records the new deadline, and a kept deadline is
+//   read only when the timer comes due.
 // - Memory follows the live set: once fewer than a quarter of its entries
 //   are live for LocalOptions::memory_decay (of Advance's time), Advance
 //   gives the rest back a bounded step at a time.

@@ -17,7 +17,7 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // aligned to, whole 2 MiB pieces. It is not advised MADV_HUGEPAGE: the
 // first touch of a huge page faults in 2 MiB at once, which stops the
 // loop where fresh memory is slow to back, and huge pages do not make a
-// warm wheel faster (docs/design.md has the measurements). Freed with
+// warm wheel faster (docs/wheel.md has the measurements). Freed with
 // LargeFree(p, bytes, align) or LargeRelease.
 void* LargeAllocate(std::size_t bytes, std::size_t align);
 void LargeFree(void* p, std::size_t bytes, std::size_t align) noexcept;

@@ -2,7 +2,7 @@
 // entry, or one of four marks. Every change a node goes through while a
 // Get or a Set without the lock can reach it is one of the named
 // transitions below, each with the memory order the protocol needs and a
-// TW_DCHECK of the state it expects (docs/cache.md, "The deadline word").
+// TW_DCHECK of the state it expects (docs/cache_concurrency.md, "The deadline word").
 //
 //                 Init(d)            Take            Publish(d')
 //   kFree ------------------> d >= 0 ----> kWriting ------------> d' > d

@@ -12,7 +12,7 @@
 // E + kCacheEpochGrace, every Get that announced E or earlier has ended,
 // and no later Get can reach what was unlinked. The fences that make this
 // hold in the C++ memory model (a reader's announcement, a retirer's epoch
-// read, an advancer's scan) are argued in docs/cache.md, "Ordering".
+// read, an advancer's scan) are argued in docs/cache_concurrency.md, "Ordering".
 #ifndef TIMINGWHEEL_INTERNAL_CACHE_EPOCH_H_
 #define TIMINGWHEEL_INTERNAL_CACHE_EPOCH_H_
 

@@ -5,7 +5,7 @@
 // reads the clock and calls the listener; everything that reads or
 // changes an entry is here.
 //
-// Three rules make the protocol (docs/cache.md):
+// Three rules make the protocol (docs/cache_concurrency.md):
 // - Writes under the lock prepare first. Everything that can throw
 //   (copies of keys and values for the listener, allocation, room in the
 //   lists) is done before an entry is taken, published, unlinked or

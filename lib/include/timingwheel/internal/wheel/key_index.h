@@ -50,7 +50,7 @@ namespace internal {
 // line of a probe group that spans two or three, so most lookups still
 // waited for a miss. Here a key's words start at one known position, so
 // Prefetch can fetch the lines that a lookup, and an erase's shift after
-// it, mostly read. (docs/design.md has the measurements.)
+// it, mostly read. (docs/wheel.md has the measurements.)
 //
 // Layout: one array of 8-byte words, hash << 32 | entry, empty = all ones;
 // linear probing from home(hash); deletion shifts later words back, so there
@@ -728,7 +728,7 @@ class KeyIndex {
   // for a shrink, which gives the table back anyway, and for a growth from
   // kReleaseGrowthFrom words, where freeing the table whole could stop the
   // caller for as long as unmapping all of it takes (when it is its own
-  // mapping, as blocks that large mostly are; docs/design.md). Smaller
+  // mapping, as blocks that large mostly are; docs/wheel.md). Smaller
   // tables freed by a growth go back to malloc whole: cheap enough, and
   // warm for malloc's next user when they came from its heap.
   bool ReleasesOld() const {
