@@ -156,9 +156,13 @@ run_one() {  # BACKEND ROUND
   wrk_rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
   # The timer calls' time over the window, per request answered in it.
   timer_ns=$(python3 -c "print(($(field timer_ops "$after") * $(field timer_op_ns "$after") - $(field timer_ops "$before") * $(field timer_op_ns "$before")) / max(1, $requests))")
-  printf '{"round":%d,"backend":"%s","conns":%d,"held":%d,"wrk_connections":%d,"wrk_seconds":%d,"requests":%d,"wrk_rps":%s,"cpu_s":%s,"cpu_us_per_request":%s,"rss_held":%s,"timer_bytes_held":%s,"timer_op_ns":%s,"timer_ns_per_request":%s,"profile":%s,"server_end":%s,"client":%s}\n' \
+  # Idle closes inside the window: the window is meant to hold none (a
+  # slow start of the idle population can let the first ones expire).
+  local window_closes
+  window_closes=$(( $(field idle_closes "$after") - $(field idle_closes "$before") ))
+  printf '{"round":%d,"backend":"%s","conns":%d,"held":%d,"wrk_connections":%d,"wrk_seconds":%d,"requests":%d,"window_idle_closes":%d,"wrk_rps":%s,"cpu_s":%s,"cpu_us_per_request":%s,"rss_held":%s,"timer_bytes_held":%s,"timer_op_ns":%s,"timer_ns_per_request":%s,"profile":%s,"server_end":%s,"client":%s}\n' \
     "$round" "$backend" "$conns" "$(field open "$held")" "$wrk_connections" \
-    "$wrk_seconds" "$requests" "${wrk_rps:-0}" "$cpu" \
+    "$wrk_seconds" "$requests" "$window_closes" "${wrk_rps:-0}" "$cpu" \
     "$(python3 -c "print($cpu * 1e6 / max(1, $requests))")" \
     "$(field rss_bytes "$held")" "$(field timer_bytes "$held")" \
     "$(field timer_op_ns "$after")" "$timer_ns" "$samples" "$end" \
