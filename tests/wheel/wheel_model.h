@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,12 @@ class WheelModel {
 
   // Returns what fires in (now, target], sorted by (tick, key).
   std::vector<Fired> AdvanceTo(std::uint64_t target) {
+    return AdvanceTo(target, [](std::uint64_t) { return std::uint64_t{0}; });
+  }
+  // The same with kept deadlines: a timer due at d whose kept(value) tick
+  // is after d is due then instead (and asked again then).
+  template <typename Kept>
+  std::vector<Fired> AdvanceTo(std::uint64_t target, Kept&& kept) {
     target = std::min(target, kMaxTick);
     std::vector<Fired> fired;
     if (target <= now_) return fired;
@@ -97,6 +104,13 @@ class WheelModel {
       const auto [deadline, key] = *by_deadline_.begin();
       by_deadline_.erase(by_deadline_.begin());
       auto it = timers_.find(key);
+      const std::uint64_t later =
+          std::min<std::uint64_t>(kept(it->second.second), kMaxTick);
+      if (later > deadline) {
+        it->second.first = later;
+        by_deadline_.emplace(later, key);
+        continue;
+      }
       fired.push_back({deadline, key, it->second.second});
       timers_.erase(it);
     }
@@ -356,13 +370,16 @@ class StringKeyedWheel {
   }
   // Sinks get the key as the model's number, after checking that the
   // characters came back whole.
-  template <typename S>
-  void AdvanceTo(std::uint64_t t, S&& s) {
-    w_.AdvanceTo(t, [&](std::uint64_t tick, W::StoredKey&& key,
-                        std::unique_ptr<std::uint64_t>&& value) {
-      std::uint32_t k = Whole(W::Store::Take(key));
-      s(tick, std::move(k), std::move(value));
-    });
+  template <typename S, typename Kept>
+  void AdvanceTo(std::uint64_t t, S&& s, Kept&& kept) {
+    w_.AdvanceTo(
+        t,
+        [&](std::uint64_t tick, W::StoredKey&& key,
+            std::unique_ptr<std::uint64_t>&& value) {
+          std::uint32_t k = Whole(W::Store::Take(key));
+          s(tick, std::move(k), std::move(value));
+        },
+        kept);
   }
   bool Cascade(std::size_t budget) { return w_.Cascade(budget); }
   template <typename S>
@@ -400,6 +417,32 @@ std::string RunDifferential(const Program& program) {
           program.level_slots);
   WheelModel model;
   std::uint64_t next_value = 1;
+  // Kept deadlines (AdvanceTo's `kept`), by value: a fixed share of the
+  // values gets one when set, from the value's number and the deadline
+  // asked for: later within a few rotations of level 0, later across
+  // levels, or earlier (which must change nothing).
+  std::unordered_map<std::uint64_t, std::uint64_t> kept_tick;
+  const auto keep = [&](std::uint64_t v, std::uint64_t deadline) {
+    if (deadline >= kMaxTick) return;
+    const std::uint64_t mix = v / 8;
+    switch (v % 8) {
+      case 0:
+        kept_tick[v] = deadline + 1 + mix % (3 * program.num_slots);
+        break;
+      case 1:
+        kept_tick[v] = deadline + mix % 300'000;
+        break;
+      case 2:
+        kept_tick[v] = deadline - std::min<std::uint64_t>(deadline, 1 + v % 5);
+        break;
+      default:
+        break;
+    }
+  };
+  const auto kept_of = [&](std::uint64_t v) noexcept {
+    const auto it = kept_tick.find(v);
+    return it == kept_tick.end() ? std::uint64_t{0} : it->second;
+  };
   std::ostringstream err;
   auto fail = [&](std::size_t step, const std::string& what) {
     err << "op #" << step << " (num_slots=" << program.num_slots
@@ -430,6 +473,7 @@ std::string RunDifferential(const Program& program) {
     switch (op.kind) {
       case OpKind::kSet: {
         const std::uint64_t v = next_value++;
+        keep(v, deadline);
         const bool w =
             wheel.Set(op.key, std::make_unique<std::uint64_t>(v), deadline);
         if (w != model.Set(op.key, v, deadline)) {
@@ -462,20 +506,29 @@ std::string RunDifferential(const Program& program) {
                                          : from + op.delta;
         std::vector<Fired> got;
         std::string order_error;
-        wheel.AdvanceTo(target, [&](std::uint64_t tick, std::uint32_t&& key,
-                                    std::unique_ptr<std::uint64_t>&& value) {
-          if (!got.empty() && tick < got.back().tick && order_error.empty()) {
-            order_error =
-                "fired out of tick order at tick " + std::to_string(tick);
-          }
-          got.push_back({tick, key, value ? *value : 0});
-          // The wheel destroys what the sink leaves behind; take it here so
-          // that both paths (moved out, left in place) are exercised.
-          if (key & 1) std::unique_ptr<std::uint64_t> taken = std::move(value);
-        });
+        wheel.AdvanceTo(
+            target,
+            [&](std::uint64_t tick, std::uint32_t&& key,
+                std::unique_ptr<std::uint64_t>&& value) {
+              if (!got.empty() && tick < got.back().tick &&
+                  order_error.empty()) {
+                order_error =
+                    "fired out of tick order at tick " + std::to_string(tick);
+              }
+              got.push_back({tick, key, value ? *value : 0});
+              // The wheel destroys what the sink leaves behind; take it here
+              // so that both paths (moved out, left in place) are exercised.
+              if (key & 1) {
+                std::unique_ptr<std::uint64_t> taken = std::move(value);
+              }
+            },
+            [&](const auto&,
+                const std::unique_ptr<std::uint64_t>& value) noexcept {
+              return kept_of(*value);
+            });
         if (!order_error.empty()) return fail(step, order_error);
         std::sort(got.begin(), got.end());
-        const std::vector<Fired> want = model.AdvanceTo(target);
+        const std::vector<Fired> want = model.AdvanceTo(target, kept_of);
         if (got != want) {
           std::ostringstream s;
           s << "AdvanceTo(" << target << ") fired {";

@@ -104,9 +104,9 @@ class OneTickLateWheel {
     if (d) --*d;
     return d;
   }
-  template <typename S>
-  void AdvanceTo(std::uint64_t t, S&& s) {
-    w_.AdvanceTo(t, s);
+  template <typename S, typename Kept>
+  void AdvanceTo(std::uint64_t t, S&& s, Kept&& kept) {
+    w_.AdvanceTo(t, s, kept);
   }
   bool Cascade(std::size_t budget) { return w_.Cascade(budget); }
   template <typename S>
