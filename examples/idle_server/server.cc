@@ -409,12 +409,35 @@ class SharedBackend : public TimerBackend {
   const absl::Duration timeout_;
 };
 
-class AsioBackend : public TimerBackend {
+// A steady_timer per connection: what both Asio backends share.
+class SteadyTimerBackend : public TimerBackend {
  public:
-  AsioBackend(IoThread& home, absl::Duration timeout)
+  SteadyTimerBackend(IoThread& home, absl::Duration timeout)
       : home_(home), timeout_(absl::ToChronoNanoseconds(timeout)) {}
-  void Arm(Connection& c) override {
+  void Cancel(Connection& c) override {
+    if (c.timer != nullptr) c.timer->cancel();
+  }
+  // The timer objects of the open connections; the wait each has queued
+  // (an operation Asio allocates, holding the handler) is in the RSS.
+  std::size_t Bytes() const override {
+    return home_.open.load(std::memory_order_relaxed) *
+           sizeof(asio::steady_timer);
+  }
+
+ protected:
+  void NewTimer(Connection& c) {
     c.timer = std::make_unique<asio::steady_timer>(home_.io);
+  }
+
+  IoThread& home_;
+  const std::chrono::nanoseconds timeout_;
+};
+
+class AsioBackend : public SteadyTimerBackend {
+ public:
+  using SteadyTimerBackend::SteadyTimerBackend;
+  void Arm(Connection& c) override {
+    NewTimer(c);
     Touch(c);
   }
   // Moving the expiry cancels the wait under way (its handler runs with
@@ -428,41 +451,20 @@ class AsioBackend : public TimerBackend {
           home_.IdleClose(*self);
         });
   }
-  void Cancel(Connection& c) override {
-    if (c.timer != nullptr) c.timer->cancel();
-  }
-  // The timer objects of the open connections; the wait each has queued
-  // (an operation Asio allocates, holding the handler) is in the RSS.
-  std::size_t Bytes() const override {
-    return home_.open.load(std::memory_order_relaxed) *
-           sizeof(asio::steady_timer);
-  }
-
- private:
-  IoThread& home_;
-  const std::chrono::nanoseconds timeout_;
 };
 
 // LocalKeptBackend's idea on a steady_timer, by hand: a request stores the
 // deadline; the wait, when it ends, waits again for the rest if the
 // deadline moved.
-class AsioKeptBackend : public TimerBackend {
+class AsioKeptBackend : public SteadyTimerBackend {
  public:
-  AsioKeptBackend(IoThread& home, absl::Duration timeout)
-      : home_(home), timeout_(absl::ToChronoNanoseconds(timeout)) {}
+  using SteadyTimerBackend::SteadyTimerBackend;
   void Arm(Connection& c) override {
-    c.timer = std::make_unique<asio::steady_timer>(home_.io);
+    NewTimer(c);
     c.idle_until = Clock::now() + timeout_;
     Wait(c);
   }
   void Touch(Connection& c) override { c.idle_until = Clock::now() + timeout_; }
-  void Cancel(Connection& c) override {
-    if (c.timer != nullptr) c.timer->cancel();
-  }
-  std::size_t Bytes() const override {
-    return home_.open.load(std::memory_order_relaxed) *
-           sizeof(asio::steady_timer);
-  }
 
  private:
   void Wait(Connection& c) {
@@ -477,9 +479,6 @@ class AsioKeptBackend : public TimerBackend {
           home_.IdleClose(*self);
         });
   }
-
-  IoThread& home_;
-  const std::chrono::nanoseconds timeout_;
 };
 
 class NoBackend : public TimerBackend {
