@@ -8,13 +8,14 @@ A sample is the timers' work when
   - its thread is the shared wheel's (tw-loop, tw-execute, tw-drain), or
   - any frame of its stack is a timer backend's call (Arm, Touch, Cancel of
     LocalBackend, LocalKeptBackend, SharedBackend, AsioBackend,
-    AsioKeptBackend or their SteadyTimerBackend, which hold the wheel's
-    Set, Move and Remove, the kept deadline's clock read and store, or the
-    steady_timer's expires_after, cancel and async_wait, the wait's
-    allocation included), the library's code (timingwheel::,
-    AsioLocalWheel's wake-up and its kept deadlines' reads), or Asio's
-    timer machinery outside those calls: a wait's completion (its handler
-    type names the backend), the timer queue, and the reactor's timerfd.
+    AsioKeptBackend, or the bases LocalWheelBackend and SteadyTimerBackend,
+    which hold the wheel's Set, Move and Remove, the kept deadline's clock
+    read and store, or the steady_timer's expires_after, cancel and
+    async_wait, the wait's allocation included), the library's code
+    (timingwheel::, AsioLocalWheel's wake-up and its kept deadlines'
+    reads), or Asio's timer machinery outside those calls: a wait's
+    completion (its handler type names the backend), the timer queue, and
+    the reactor's timerfd.
 A sample under a close (IdleClose: the socket's shutdown, the reactor's
 deregistration) is not counted whatever called it: that is the server's
 work whichever backend times it, and the window is meant to hold none.
@@ -27,7 +28,7 @@ import re
 import sys
 
 TIMER_FRAME = re.compile(
-    r"Local(?:Kept)?Backend::|SharedBackend::|Asio(?:Kept)?Backend::"
+    r"Local(?:Kept|Wheel)?Backend::|SharedBackend::|Asio(?:Kept)?Backend::"
     r"|SteadyTimerBackend::"
     r"|timingwheel::"
     r"|timer_queue<|epoll_reactor::(?:schedule_timer|cancel_timer"

@@ -327,56 +327,57 @@ void IoThread::OnSharedFire(std::uint64_t id) {
 
 namespace {
 
-class LocalBackend : public TimerBackend {
+// A LocalWheel per io thread: what both wheel backends share.
+class LocalWheelBackend : public TimerBackend {
  public:
-  LocalBackend(IoThread& home, absl::Duration timeout, absl::Duration tick)
+  using Wheel = timingwheel::AsioLocalWheel<std::uint64_t, Connection*>;
+  LocalWheelBackend(IoThread& home, absl::Duration timeout, absl::Duration tick,
+                    Wheel::Kept kept)
       : timeout_(timeout) {
-    wheel_ = *timingwheel::AsioLocalWheel<std::uint64_t, Connection*>::Create(
+    wheel_ = *Wheel::Create(
         home.io.get_executor(), {.interval = tick},
-        [&home](std::uint64_t, Connection* c) { home.IdleClose(*c); });
+        [&home](std::uint64_t, Connection* c) { home.IdleClose(*c); },
+        std::move(kept));
   }
   void Arm(Connection& c) override {
     wheel_->Set(c.id, &c, timeout_).IgnoreError();
   }
-  void Touch(Connection& c) override {
-    wheel_->Move(c.id, timeout_).IgnoreError();
-  }
   void Cancel(Connection& c) override { wheel_->Remove(c.id); }
   std::size_t Bytes() const override { return wheel_->wheel().MemoryBytes(); }
 
- private:
+ protected:
   const absl::Duration timeout_;
-  std::unique_ptr<timingwheel::AsioLocalWheel<std::uint64_t, Connection*>>
-      wheel_;
+  std::unique_ptr<Wheel> wheel_;
+};
+
+class LocalBackend : public LocalWheelBackend {
+ public:
+  LocalBackend(IoThread& home, absl::Duration timeout, absl::Duration tick)
+      : LocalWheelBackend(home, timeout, tick, nullptr) {}
+  void Touch(Connection& c) override {
+    wheel_->Move(c.id, timeout_).IgnoreError();
+  }
 };
 
 // The deadline lives in the connection, which the request has just brought
 // into cache: a Touch is a clock read and a store, and the wheel reads the
 // deadline when the timer comes due (and files it again if it moved).
-class LocalKeptBackend : public TimerBackend {
+class LocalKeptBackend : public LocalWheelBackend {
  public:
   LocalKeptBackend(IoThread& home, absl::Duration timeout, absl::Duration tick)
-      : timeout_(timeout), timeout_chrono_(absl::ToChronoNanoseconds(timeout)) {
-    wheel_ = *timingwheel::AsioLocalWheel<std::uint64_t, Connection*>::Create(
-        home.io.get_executor(), {.interval = tick},
-        [&home](std::uint64_t, Connection* c) { home.IdleClose(*c); },
-        [](Connection* const& c) { return c->idle_until; });
-  }
+      : LocalWheelBackend(home, timeout, tick,
+                          [](Connection* const& c) { return c->idle_until; }),
+        timeout_chrono_(absl::ToChronoNanoseconds(timeout)) {}
   void Arm(Connection& c) override {
     c.idle_until = Clock::time_point::min();
-    wheel_->Set(c.id, &c, timeout_).IgnoreError();
+    LocalWheelBackend::Arm(c);
   }
   void Touch(Connection& c) override {
     c.idle_until = Clock::now() + timeout_chrono_;
   }
-  void Cancel(Connection& c) override { wheel_->Remove(c.id); }
-  std::size_t Bytes() const override { return wheel_->wheel().MemoryBytes(); }
 
  private:
-  const absl::Duration timeout_;
   const std::chrono::nanoseconds timeout_chrono_;
-  std::unique_ptr<timingwheel::AsioLocalWheel<std::uint64_t, Connection*>>
-      wheel_;
 };
 
 class SharedBackend : public TimerBackend {
